@@ -1,0 +1,30 @@
+# Entry points an operator or CI uses. Each target installs missing Debian packages first.
+BUILD ?= build
+JOBS ?= 2
+
+.PHONY: all deps configure build demo test bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+bench: build
+	@bash bench/extract.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

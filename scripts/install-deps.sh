@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package faultline needs to build, test, benchmark and demo.
+# Idempotent: does nothing (no apt-get update) when everything is already installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git python3
+  libboost-dev libboost-system-dev libboost-program-options-dev
+  capnproto libcapnp-dev
+  libsystemd-dev systemd-journal-remote
+  libzmq3-dev cppzmq-dev
+  libsqlite3-dev sqlite3
+  libfmt-dev catch2 libre2-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev libzstd-dev zstd
+  ripgrep
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
