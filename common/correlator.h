@@ -1,0 +1,37 @@
+// The correlator: symptoms of all of a job's nodes -> one Diagnosis.
+//
+// Pure and deterministic: reads no clock, file or environment; time windows use the symptoms'
+// own timestamps. The same function runs in the aggregator and in `faultline attribute`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/diagnosis.h"
+#include "common/job.h"
+#include "common/rule_set.h"
+#include "common/symptom.h"
+
+namespace faultline::common {
+
+struct CorrelatorOptions {
+  // Roots in other domains on other nodes within this window of the anchor make the verdict
+  // ambiguous.
+  int64_t causal_window_ns = 60'000'000'000;
+  // An application symptom that follows (or precedes by no more than this) a non-application
+  // root is treated as its consequence: ranks die of any fault through an exception.
+  int64_t clock_skew_ns = 5'000'000'000;
+  // Symptoms this long before the job start still count (a GPU lost just before launch).
+  int64_t pre_start_ns = 600'000'000'000;
+  // Context symptoms (reboots, driver loads) are kept from this long before the start.
+  int64_t context_pre_start_ns = 7200'000'000'000;
+  int64_t post_end_ns = 120'000'000'000;
+  // More suspect nodes than this -> systemic verdict without blaming a node.
+  size_t systemic_threshold = 16;
+};
+
+// `rules` (may be null) supplies the recommended action of the cause's rule.
+Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
+                    const CorrelatorOptions& options = {});
+
+}  // namespace faultline::common

@@ -1,0 +1,86 @@
+// The verdict for one job, as produced by the correlator and printed by `faultline attribute`.
+// Plain values; JSON rendering follows docs/output-schema.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/symptom.h"
+
+namespace faultline::common {
+
+inline constexpr int kDiagnosisSchemaVersion = 1;
+
+struct ResponsibleNode {
+  std::string node;
+  std::string device;
+  double confidence = 0;
+};
+
+struct Cause {
+  std::string rule_id;
+  std::string symptom;
+  std::string category;
+  std::string summary;
+  std::string node;
+  std::string device;
+  int64_t time_ns = 0;
+  bool time_known = false;
+  std::string evidence;
+  SubDomain sub_domain = SubDomain::kNone;
+  std::string action;
+};
+
+struct ChainEntry {
+  int64_t time_ns = 0;
+  bool time_known = false;
+  std::string node;
+  std::string device;
+  std::string symptom;
+  std::string rule_id;
+  Role role = Role::kRoot;
+  SubDomain sub_domain = SubDomain::kNone;
+  uint64_t count = 0;
+  std::vector<std::string> nodes;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::string evidence;
+  std::string summary;
+};
+
+struct CoverageEntry {
+  std::string node;
+  std::string source;
+  std::string format;
+  uint64_t records = 0;
+  uint64_t skipped = 0;
+  std::string status = "ok";  // ok | partial | error | missing
+  std::string reason;
+};
+
+struct Diagnosis {
+  int schema_version = kDiagnosisSchemaVersion;
+  std::string job_id;
+  std::string terminal_state;
+  SubDomain sub_domain = SubDomain::kNone;
+  bool systemic = false;
+  std::vector<ResponsibleNode> responsible;
+  std::optional<Cause> cause;
+  std::string recommended_action;
+  std::vector<Cause> candidates;
+  std::vector<ChainEntry> chain;
+  std::vector<CoverageEntry> coverage;
+  std::string ruleset_version;
+  std::string explanation;  // one or two sentences: why this verdict
+};
+
+nlohmann::json toJson(const Diagnosis& d);
+std::optional<Diagnosis> diagnosisFromJson(const nlohmann::json& j, std::string* error);
+// Human report: verdict first, then the chain, then coverage.
+std::string renderReport(const Diagnosis& d);
+
+}  // namespace faultline::common

@@ -1,0 +1,171 @@
+#include "common/rule_engine.h"
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+namespace faultline::common {
+
+struct RuleEngine::Prefilter {
+  explicit Prefilter(const RE2::Options& o) : set(o, RE2::UNANCHORED) {}
+  RE2::Set set;
+};
+
+std::string renderTemplate(std::string_view tmpl, const std::map<std::string, std::string>& values) {
+  std::string out;
+  out.reserve(tmpl.size() + 16);
+  size_t pos = 0;
+  while (pos < tmpl.size()) {
+    size_t open = tmpl.find('{', pos);
+    if (open == std::string_view::npos) break;
+    size_t close = tmpl.find('}', open + 1);
+    if (close == std::string_view::npos) break;
+    out.append(tmpl.substr(pos, open - pos));
+    auto it = values.find(std::string(tmpl.substr(open + 1, close - open - 1)));
+    if (it != values.end()) out += it->second;
+    pos = close + 1;
+  }
+  out.append(tmpl.substr(pos));
+  return out;
+}
+
+RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(rules)) {
+  assert(rules_);
+  const auto& rs = rules_->rules;
+  // Evaluation order: priority descending, then load order.
+  std::vector<size_t> order(rs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rs[a].priority > rs[b].priority; });
+  order_rank_.assign(rs.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) order_rank_[order[i]] = i;
+
+  // One DFA pass over a line tells which distinct literals occur; only the rules owning those
+  // literals run their (more expensive) patterns.
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  opts.set_max_mem(64 << 20);
+  prefilter_ = std::make_unique<Prefilter>(opts);
+  std::map<std::string, int> literal_index;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    if (rs[i].deprecated || !rs[i].regex) continue;
+    for (const auto& lit : rs[i].prefilters) {
+      auto [it, inserted] = literal_index.emplace(lit, static_cast<int>(by_literal_.size()));
+      if (inserted) {
+        std::string err;
+        int idx = prefilter_->set.Add(RE2::QuoteMeta(lit), &err);
+        assert(idx == it->second);
+        (void)idx;
+        by_literal_.emplace_back();
+      }
+      by_literal_[it->second].push_back(i);
+    }
+  }
+  bool compiled = prefilter_->set.Compile();
+  assert(compiled && "prefilter set failed to compile");
+  (void)compiled;
+  for (auto& v : by_literal_) {
+    std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+}
+
+RuleEngine::~RuleEngine() = default;
+
+const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
+                              std::map<std::string, std::string>* captures) const {
+  if (by_literal_.empty()) return nullptr;
+  std::vector<int> hits;
+  if (!prefilter_->set.Match(re2::StringPiece(text.data(), text.size()), &hits)) return nullptr;
+  const auto& rs = rules_->rules;
+  // Merge candidate lists (usually one or two short lists) in evaluation order.
+  std::vector<size_t> candidates;
+  for (int h : hits) candidates.insert(candidates.end(), by_literal_[h].begin(), by_literal_[h].end());
+  std::sort(candidates.begin(), candidates.end(),
+            [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  re2::StringPiece input(text.data(), text.size());
+  for (size_t idx : candidates) {
+    const Rule& r = rs[idx];
+    if (!r.appliesTo(kind)) continue;
+    const RE2& re = *r.regex;
+    if (!captures) {
+      if (RE2::PartialMatch(input, re)) return &r;
+      continue;
+    }
+    int n = re.NumberOfCapturingGroups();
+    std::vector<re2::StringPiece> groups(n + 1);
+    if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n + 1)) continue;
+    captures->clear();
+    for (const auto& [name, gi] : re.NamedCapturingGroups())
+      if (groups[gi].data() != nullptr) (*captures)[name] = std::string(groups[gi].data(), groups[gi].size());
+    return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+bool looksLikePci(std::string_view s) {
+  return s.find(':') != std::string_view::npos && s.size() >= 5 && s.size() <= 20;
+}
+}  // namespace
+
+std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchContext& ctx) const {
+  std::map<std::string, std::string> caps;
+  const Rule* r = match(record.text, ctx.kind, &caps);
+  if (!r) return std::nullopt;
+  Symptom s;
+  s.rule_id = r->id;
+  s.symptom = r->symptom;
+  s.sub_domain = r->sub_domain;
+  s.category = r->category;
+  s.role = r->role;
+  s.severity = r->severity;
+  s.fallback_root = r->fallback_root;
+  s.source = ctx.source;
+  s.first_ns = s.last_ns = record.time_ns;
+  s.time_known = record.time_known;
+  s.boot_id = record.boot_id;
+  s.fields = r->fields;
+  for (auto& [k, v] : caps) s.fields[k] = v;
+  if (record.rank >= 0 && !s.fields.count("rank")) s.fields["rank"] = std::to_string(record.rank);
+  std::map<std::string, std::string> values = s.fields;
+  values["host"] = record.host;
+  values["node_default"] = ctx.node;
+
+  std::string node = r->node_template.empty() ? "" : renderTemplate(r->node_template, values);
+  if (node.empty() && !ctx.node.empty()) node = ctx.node;
+  if (node.empty() && !record.host.empty()) node = record.host;
+  if (node.empty() && ctx.node_of_rank) {
+    const std::string& rank = s.field("rank");
+    if (!rank.empty()) {
+      char* end = nullptr;
+      long v = std::strtol(rank.c_str(), &end, 10);
+      if (end && *end == '\0') node = ctx.node_of_rank(static_cast<int>(v));
+    }
+  }
+  s.node = node;
+  if (!r->device_template.empty()) {
+    s.device = renderTemplate(r->device_template, values);
+    if (looksLikePci(s.device)) s.device = normalizePciId(s.device);
+  }
+  values["host"] = s.node.empty() ? record.host : s.node;
+  s.summary = renderTemplate(r->summary_template, values);
+  // Evidence is the first line of a multi-line record's text, plus the last line (the
+  // exception line of a traceback is what an operator reads).
+  std::string_view text = record.text;
+  if (text.size() > 1024) {
+    std::string ev(text.substr(0, 512));
+    ev += " … ";
+    ev += text.substr(text.size() - 480);
+    s.evidence.push_back(std::move(ev));
+  } else {
+    s.evidence.emplace_back(text);
+  }
+  return s;
+}
+
+}  // namespace faultline::common

@@ -1,0 +1,59 @@
+// Matches log records against a RuleSet and turns a match into a Symptom.
+//
+// Pure and deterministic: the same rules and records give the same symptoms. A RuleEngine is
+// immutable after construction and may be shared by threads (const methods only). At most one
+// symptom per record: of the rules whose prefilter literal occurs and whose pattern matches, the
+// highest `priority` wins, ties go to the rule loaded first.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log_record.h"
+#include "common/rule_set.h"
+#include "common/symptom.h"
+
+
+namespace faultline::common {
+
+// Where a record came from; used to fill the symptom's node and source.
+struct MatchContext {
+  std::string node;    // the node whose logs these are ("" for job-wide logs)
+  std::string source;  // file path or source name
+  SourceKind kind = SourceKind::kApplication;
+  // Maps a global rank to a node for job-wide logs; may be empty.
+  std::function<std::string(int rank)> node_of_rank;
+};
+
+class RuleEngine {
+ public:
+  explicit RuleEngine(std::shared_ptr<const RuleSet> rules);
+  ~RuleEngine();
+  RuleEngine(const RuleEngine&) = delete;
+  RuleEngine& operator=(const RuleEngine&) = delete;
+
+  // The winning rule for this text, or nullptr. `captures` receives the named captures.
+  const Rule* match(std::string_view text, SourceKind kind,
+                    std::map<std::string, std::string>* captures = nullptr) const;
+
+  // Full path: match + build the symptom (node/device/summary templates, fields, evidence).
+  std::optional<Symptom> extract(const LogRecord& record, const MatchContext& ctx) const;
+
+  const RuleSet& rules() const { return *rules_; }
+  std::shared_ptr<const RuleSet> rulesPtr() const { return rules_; }
+
+ private:
+  std::shared_ptr<const RuleSet> rules_;
+  struct Prefilter;                                 // RE2::Set, one alternative per literal
+  std::unique_ptr<Prefilter> prefilter_;
+  std::vector<std::vector<size_t>> by_literal_;    // literal index -> rule indices (sorted)
+  std::vector<size_t> order_rank_;                 // rule index -> evaluation rank
+};
+
+// Renders "{name}" placeholders from `values`; unknown names become "".
+std::string renderTemplate(std::string_view tmpl, const std::map<std::string, std::string>& values);
+
+}  // namespace faultline::common

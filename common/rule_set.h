@@ -1,0 +1,92 @@
+// Rules as data: the loaded, validated, compiled form of rules/**/*.yaml.
+//
+// loadRuleSet() is pure: it takes file names and contents (read them with readRuleFiles) and
+// returns either a RuleSet or every problem found as "file:line: why". An immutable RuleSet is
+// shared (shared_ptr<const RuleSet>) by every RuleEngine that uses it; a reload builds a new one.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log_record.h"
+#include "common/symptom.h"
+
+namespace re2 {
+class RE2;
+}
+
+namespace faultline::common {
+
+struct Rule {
+  std::string id;
+  std::string since;
+  bool deprecated = false;
+  std::string pack;
+  std::string file;
+  int line = 0;  // 1-based line of the rule in its file
+  std::string symptom;
+  SubDomain sub_domain = SubDomain::kNone;
+  std::string category;
+  Role role = Role::kRoot;
+  Severity severity = Severity::kError;
+  int priority = 0;
+  bool fallback_root = false;
+  std::vector<std::string> prefilters;  // any of these literals must occur
+  std::string pattern;                  // after {{DEFINE}} expansion
+  std::vector<SourceKind> sources;      // empty: every source
+  std::string device_template;
+  std::string node_template;
+  std::string summary_template;
+  std::string meaning;
+  std::string action;
+  std::map<std::string, std::string> fields;  // constants added to every symptom
+  std::map<std::string, std::string> nvidia;  // facts from NVIDIA's catalog (Xid/SXid rules)
+  std::vector<std::string> match_examples;
+  std::vector<std::string> no_match_examples;
+  std::shared_ptr<const re2::RE2> regex;
+
+  bool appliesTo(SourceKind kind) const;
+};
+
+struct RuleSet {
+  std::vector<Rule> rules;  // in load order (sorted file path, then position in file)
+  std::string version;      // "<rules/VERSION>+<hash of contents>"
+  const Rule* find(const std::string& id) const;
+};
+
+struct RuleFile {
+  std::string path;     // as reported in errors
+  std::string content;
+};
+
+struct RuleLoadResult {
+  std::shared_ptr<const RuleSet> rules;  // null when errors is non-empty
+  std::vector<std::string> errors;       // "file:line: why"
+};
+
+// Parses, validates and compiles rule packs. `base_version` is the content of rules/VERSION.
+// Checks: YAML syntax, required keys, unknown keys, enum values, duplicate ids (across files),
+// undefined {{DEFINE}}s, patterns RE2 rejects, templates naming captures that do not exist.
+// Examples are NOT run here (see checkRuleExamples), so startup stays cheap.
+RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string& base_version);
+
+// Runs every rule's examples through a RuleEngine over the whole set: each `match` example must
+// be won by its own rule, each `no_match` example must not be matched by it. Returns problems as
+// "file:line: rule ID: why".
+std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>& rules);
+
+// Reads rules/VERSION and every *.yaml/*.yml below the given directories (sorted by path).
+// I/O failures are reported in `errors` as "path: why".
+struct RuleFilesRead {
+  std::vector<RuleFile> files;
+  std::string base_version = "0.0.0";
+  std::vector<std::string> errors;
+};
+RuleFilesRead readRuleFiles(const std::vector<std::string>& dirs);
+
+// readRuleFiles + loadRuleSet.
+RuleLoadResult loadRuleDirs(const std::vector<std::string>& dirs);
+
+}  // namespace faultline::common

@@ -1,0 +1,167 @@
+#include "common/wire.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+
+#include <cstring>
+
+#include "common/schema/faultline.capnp.h"
+
+namespace faultline::common {
+
+namespace {
+
+schema::Role toWire(Role r) { return static_cast<schema::Role>(static_cast<uint16_t>(r)); }
+schema::SubDomain toWire(SubDomain d) { return static_cast<schema::SubDomain>(static_cast<uint16_t>(d)); }
+schema::Severity toWire(Severity s) { return static_cast<schema::Severity>(static_cast<uint16_t>(s)); }
+
+void fill(schema::Symptom::Builder b, const Symptom& s) {
+  b.setRuleId(s.rule_id);
+  b.setSymptom(s.symptom);
+  b.setSubDomain(toWire(s.sub_domain));
+  b.setCategory(s.category);
+  b.setRole(toWire(s.role));
+  b.setSeverity(toWire(s.severity));
+  b.setNode(s.node);
+  b.setDevice(s.device);
+  b.setSource(s.source);
+  b.setFirstNs(s.first_ns);
+  b.setLastNs(s.last_ns);
+  b.setTimeKnown(s.time_known);
+  b.setCount(s.count);
+  auto ev = b.initEvidence(static_cast<unsigned>(s.evidence.size()));
+  for (size_t i = 0; i < s.evidence.size(); ++i) ev.set(static_cast<unsigned>(i), s.evidence[i]);
+  auto fields = b.initFields(static_cast<unsigned>(s.fields.size()));
+  unsigned i = 0;
+  for (const auto& [k, v] : s.fields) {
+    fields[i].setKey(k);
+    fields[i].setValue(v);
+    ++i;
+  }
+  b.setSummary(s.summary);
+  b.setBootId(s.boot_id);
+  b.setFallbackRoot(s.fallback_root);
+}
+
+}  // namespace
+
+std::string encodeBatch(const SymptomBatchData& batch) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<schema::SymptomBatch>();
+  const auto& h = batch.header;
+  root.setAgentId(h.agent_id);
+  root.setHostname(h.hostname);
+  root.setBootId(h.boot_id);
+  root.setSequence(h.sequence);
+  root.setAgentVersion(h.agent_version);
+  root.setRulesetVersion(h.ruleset_version);
+  root.setCreatedNs(h.created_ns);
+  auto list = root.initSymptoms(static_cast<unsigned>(batch.symptoms.size()));
+  for (size_t i = 0; i < batch.symptoms.size(); ++i) fill(list[static_cast<unsigned>(i)], batch.symptoms[i]);
+  auto srcs = root.initSources(static_cast<unsigned>(batch.sources.size()));
+  for (size_t i = 0; i < batch.sources.size(); ++i) {
+    const auto& c = batch.sources[i];
+    auto b = srcs[static_cast<unsigned>(i)];
+    b.setNode(c.node);
+    b.setSource(c.source);
+    b.setFormat(c.format);
+    b.setRecords(c.records);
+    b.setSkipped(c.skipped);
+    b.setStatus(c.status);
+    b.setReason(c.reason);
+  }
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, message);
+  auto bytes = out.getArray();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::string* reason,
+                                            const DecodeLimits& limits) {
+  if (size == 0) {
+    *reason = "empty";
+    return std::nullopt;
+  }
+  if (size > limits.max_bytes) {
+    *reason = "too large";
+    return std::nullopt;
+  }
+  SymptomBatchData out;
+  // Exceptions from Cap'n Proto mean the bytes are hostile or broken; they stop here.
+  try {
+    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(static_cast<const kj::byte*>(data), size));
+    capnp::ReaderOptions opts;
+    opts.traversalLimitInWords = limits.traversal_words;
+    opts.nestingLimit = limits.nesting;
+    capnp::PackedMessageReader message(in, opts);
+    auto root = message.getRoot<schema::SymptomBatch>();
+    auto text = [&](capnp::Text::Reader t, const char* what) {
+      if (t.size() > limits.max_text) throw std::runtime_error(std::string("oversized ") + what);
+      return std::string(t.cStr(), t.size());
+    };
+    auto& h = out.header;
+    h.agent_id = text(root.getAgentId(), "agentId");
+    h.hostname = text(root.getHostname(), "hostname");
+    h.boot_id = text(root.getBootId(), "bootId");
+    h.sequence = root.getSequence();
+    h.agent_version = text(root.getAgentVersion(), "agentVersion");
+    h.ruleset_version = text(root.getRulesetVersion(), "rulesetVersion");
+    h.created_ns = root.getCreatedNs();
+    auto list = root.getSymptoms();
+    if (list.size() > limits.max_symptoms) throw std::runtime_error("too many symptoms");
+    for (auto b : list) {
+      Symptom s;
+      s.rule_id = text(b.getRuleId(), "ruleId");
+      if (s.rule_id.empty()) throw std::runtime_error("symptom without rule id");
+      s.symptom = text(b.getSymptom(), "symptom");
+      auto sd = static_cast<uint16_t>(b.getSubDomain());
+      auto role = static_cast<uint16_t>(b.getRole());
+      auto sev = static_cast<uint16_t>(b.getSeverity());
+      if (sd > static_cast<uint16_t>(SubDomain::kApplication) || role > 3 || sev > 3)
+        throw std::runtime_error("bad enum");
+      s.sub_domain = static_cast<SubDomain>(sd);
+      s.role = static_cast<Role>(role);
+      s.severity = static_cast<Severity>(sev);
+      s.category = text(b.getCategory(), "category");
+      s.node = text(b.getNode(), "node");
+      s.device = text(b.getDevice(), "device");
+      s.source = text(b.getSource(), "source");
+      s.first_ns = b.getFirstNs();
+      s.last_ns = b.getLastNs();
+      s.time_known = b.getTimeKnown();
+      if (s.time_known && (s.first_ns < 0 || s.last_ns < s.first_ns)) throw std::runtime_error("bad timestamp");
+      s.count = b.getCount();
+      if (s.count == 0) throw std::runtime_error("zero count");
+      for (auto e : b.getEvidence()) {
+        if (s.evidence.size() >= Symptom::kMaxEvidence) break;
+        s.evidence.push_back(text(e, "evidence"));
+      }
+      for (auto f : b.getFields()) s.fields[text(f.getKey(), "field")] = text(f.getValue(), "field");
+      s.summary = text(b.getSummary(), "summary");
+      s.boot_id = text(b.getBootId(), "bootId");
+      s.fallback_root = b.getFallbackRoot();
+      out.symptoms.push_back(std::move(s));
+    }
+    for (auto b : root.getSources()) {
+      CoverageEntry c;
+      c.node = text(b.getNode(), "node");
+      c.source = text(b.getSource(), "source");
+      c.format = text(b.getFormat(), "format");
+      c.records = b.getRecords();
+      c.skipped = b.getSkipped();
+      c.status = text(b.getStatus(), "status");
+      c.reason = text(b.getReason(), "reason");
+      out.sources.push_back(std::move(c));
+    }
+  } catch (const kj::Exception& e) {
+    *reason = std::string("malformed: ") + e.getDescription().cStr();
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    *reason = e.what();
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace faultline::common

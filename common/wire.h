@@ -1,0 +1,48 @@
+// Cap'n Proto encoding of what crosses the wire (common/schema/faultline.capnp): symptom
+// batches from agents, diagnoses. Encoding is packed. Decoding validates: it never throws to
+// the caller, and reports a reason for anything it refuses.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/diagnosis.h"
+#include "common/symptom.h"
+
+namespace faultline::common {
+
+struct BatchHeader {
+  std::string agent_id;
+  std::string hostname;
+  std::string boot_id;
+  uint64_t sequence = 0;
+  std::string agent_version;
+  std::string ruleset_version;
+  int64_t created_ns = 0;
+};
+
+struct SymptomBatchData {
+  BatchHeader header;
+  std::vector<Symptom> symptoms;
+  std::vector<CoverageEntry> sources;
+};
+
+// Packed Cap'n Proto bytes of a SymptomBatch.
+std::string encodeBatch(const SymptomBatchData& batch);
+
+struct DecodeLimits {
+  size_t max_bytes = 16 << 20;
+  uint64_t traversal_words = 8 << 20;
+  int nesting = 16;
+  size_t max_symptoms = 100000;
+  size_t max_text = 64 << 10;
+};
+
+// Decodes and validates. On failure returns nullopt and a short reason ("truncated",
+// "too large", "bad enum", "bad timestamp", ...).
+std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::string* reason,
+                                            const DecodeLimits& limits = {});
+
+}  // namespace faultline::common
