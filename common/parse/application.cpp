@@ -1,0 +1,323 @@
+// Application / rank logs: whatever a job's ranks, launcher and libraries wrote.
+//
+// Per line, in order: rank prefixes (srun --label "3: ", torchrun "[rank3]:" / "[default3]:",
+// "[RANK 3]"), then one leading time stamp (ISO with ' ' or 'T', Python logging "[2024-06-01
+// 10:00:01,123]", glog "E0601 10:00:01.123456 "); each recognised prefix is removed from the
+// text and lands in rank / time_ns / priority. PyTorch c10 "[W0601 12:00:00.000 file.cpp:12]"
+// stamps give time and priority but stay in the text (rules match on them). NCCL lines
+// "host:pid:tid [dev] NCCL ..." give host and keep their text whole. Stamps without a zone are
+// node-local time.
+//
+// Python tracebacks, "Traceback (most recent call last):" through the exception line (chained
+// tracebacks included), become one record. Ranks interleave their output, so each rank (and the
+// unprefixed stream, rank -1) has its own pending traceback.
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/parse/line_parser.h"
+#include "common/parse/time_util.h"
+
+namespace faultline::common::parse {
+namespace {
+
+constexpr std::string_view kTracebackHeader = "Traceback (most recent call last):";
+constexpr int kMaxRank = 10'000'000;
+
+bool isChainMarker(std::string_view t) {
+  return startsWith(t, "During handling of the above exception, another exception occurred") ||
+         startsWith(t, "The above exception was the direct cause of the following exception");
+}
+
+// "[<word><digits>]:" with word "rank" or "default"; returns length (incl. one space after).
+size_t bracketRank(std::string_view s, std::string_view word, int* rank) {
+  if (s.size() < word.size() + 4 || s[0] != '[' || s.compare(1, word.size(), word) != 0) return 0;
+  size_t i = 1 + word.size();
+  if (i < s.size() && s[i] == ' ') ++i;  // "[RANK 3]"
+  uint64_t v = 0;
+  if (!readUint(s, &i, &v) || v > kMaxRank || i >= s.size() || s[i] != ']') return 0;
+  ++i;
+  if (i < s.size() && s[i] == ':') ++i;
+  if (i < s.size() && s[i] == ' ') ++i;
+  *rank = static_cast<int>(v);
+  return i;
+}
+
+// Strips rank prefixes from *s; returns the rank they name, or -1.
+int stripRankPrefixes(std::string_view* s) {
+  int rank = -1;
+  bool explicit_rank = false;
+  // srun --label: optional padding, the task id, ": " (or ':' at end of line).
+  {
+    size_t i = 0;
+    while (i < s->size() && i < 8 && (*s)[i] == ' ') ++i;
+    const size_t digits_start = i;
+    uint64_t v = 0;
+    if (readUint(*s, &i, &v) && i - digits_start <= 7 && v <= kMaxRank && i < s->size() &&
+        (*s)[i] == ':' && (i + 1 == s->size() || (*s)[i + 1] == ' ')) {
+      rank = static_cast<int>(v);
+      s->remove_prefix(std::min(i + 2, s->size()));
+    }
+  }
+  for (int round = 0; round < 3 && !s->empty() && s->front() == '['; ++round) {
+    int r = -1;
+    size_t n = bracketRank(*s, "rank", &r);
+    if (n != 0) {
+      rank = r;
+      explicit_rank = true;
+    } else if ((n = bracketRank(*s, "default", &r)) != 0) {
+      if (!explicit_rank) rank = r;  // torchrun local rank: what the line says
+    } else if ((n = bracketRank(*s, "RANK", &r)) != 0 || (n = bracketRank(*s, "Rank", &r)) != 0) {
+      rank = r;
+      explicit_rank = true;
+    } else {
+      break;
+    }
+    s->remove_prefix(n);
+  }
+  return rank;
+}
+
+// glog "E0601 10:00:01.123456" at s[0]; gives wall time (year supplied) and priority.
+bool parseGlogStamp(std::string_view s, int year, int64_t* wall_ns, int* priority,
+                    size_t* length) {
+  if (s.size() < 14 || s[5] != ' ' || s[8] != ':' || s[11] != ':') return false;
+  int prio;
+  switch (s[0]) {
+    case 'I': prio = 6; break;
+    case 'W': prio = 4; break;
+    case 'E': prio = 3; break;
+    case 'F': prio = 2; break;
+    default: return false;
+  }
+  const int month = readFixedDigits(s, 1, 2);
+  const int day = readFixedDigits(s, 3, 2);
+  const int h = readFixedDigits(s, 6, 2);
+  const int m = readFixedDigits(s, 9, 2);
+  const int sec = readFixedDigits(s, 12, 2);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || h < 0 || h > 23 || m < 0 || m > 59 ||
+      sec < 0 || sec > 60) {
+    return false;
+  }
+  size_t i = 14;
+  int64_t frac = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    int digits = 0;
+    while (i < s.size() && isDigit(s[i])) {
+      if (digits < 9) {
+        frac = frac * 10 + (s[i] - '0');
+        ++digits;
+      }
+      ++i;
+    }
+    for (; digits < 9; ++digits) frac *= 10;
+  }
+  if (i < s.size() && s[i] != ' ' && s[i] != ']') return false;
+  *wall_ns = civilToNs(year, month, day, h, m, sec, frac);
+  *priority = prio;
+  *length = i;
+  return true;
+}
+
+// "host:pid:tid [dev] ..." (NCCL's prefix); returns the host.
+std::string_view ncclHost(std::string_view s) {
+  const size_t limit = std::min<size_t>(s.size(), 160);
+  size_t sp = 0;
+  while (sp < limit && s[sp] != ' ') ++sp;
+  if (sp == limit || sp + 3 >= s.size() || s[sp + 1] != '[' || !isDigit(s[sp + 2])) return {};
+  const std::string_view token = s.substr(0, sp);
+  const size_t c1 = token.find(':');
+  if (c1 == 0 || c1 == std::string_view::npos) return {};
+  const size_t c2 = token.find(':', c1 + 1);
+  if (c2 == std::string_view::npos || c2 == c1 + 1 || c2 + 1 >= token.size()) return {};
+  for (size_t i = c1 + 1; i < token.size(); ++i) {
+    if (i != c2 && !isDigit(token[i])) return {};
+  }
+  return token.substr(0, c1);
+}
+
+struct Pending {
+  enum class State { kFrames, kAfterException, kChained };
+  LogRecord record;
+  State state = State::kFrames;
+  size_t lines = 1;
+  size_t held_blanks = 0;  // blank lines after the exception line, not yet known to belong
+};
+
+class ApplicationParser final : public LineParser {
+ public:
+  ApplicationParser(ParseOptions options, RecordSink sink)
+      : LineParser(LogFormat::kApplication, std::move(options), std::move(sink)) {}
+
+ private:
+  void onLine(std::string_view raw) override {
+    std::string_view line;
+    if (!textLine(raw, &line)) return;
+    line = trimRight(line);
+    std::string_view t = line;
+    const int rank = stripRankPrefixes(&t);
+
+    LogRecord rec;
+    rec.rank = rank;
+    const bool stamped = parseStamp(&t, &rec);
+
+    if (!pending_.empty()) {
+      auto it = pending_.find(rank);
+      if (it != pending_.end() && continuePending(it, t, stamped)) return;
+    }
+    if (t.empty()) {
+      skipLine(SkipKind::kOther, "");
+      return;
+    }
+    if (startsWith(t, kTracebackHeader)) {
+      rec.text.assign(t);
+      rec.line = line_no_;
+      Pending& p = pending_[rank];
+      p.record = std::move(rec);
+      p.state = Pending::State::kFrames;
+      p.lines = 1;
+      p.held_blanks = 0;
+      return;
+    }
+    const std::string_view host = ncclHost(t);
+    if (!host.empty()) rec.host.assign(host);
+    rec.text.assign(t);
+    rec.line = line_no_;
+    emit(std::move(rec));
+  }
+
+  // Returns true when the line was taken by the rank's pending traceback.
+  bool continuePending(std::unordered_map<int, Pending>::iterator it, std::string_view t,
+                       bool stamped) {
+    Pending& p = it->second;
+    switch (p.state) {
+      case Pending::State::kFrames:
+        if (t.empty() || stamped) break;  // Python never prints these inside a traceback
+        if (startsWith(t, kTracebackHeader)) break;
+        if (!isSpace(t.front())) p.state = Pending::State::kAfterException;
+        appendPending(it, t);
+        return true;
+      case Pending::State::kAfterException:
+      case Pending::State::kChained:
+        if (t.empty()) {
+          ++p.held_blanks;
+          return true;
+        }
+        if (p.state == Pending::State::kAfterException ? isChainMarker(t)
+                                                       : startsWith(t, kTracebackHeader)) {
+          for (; p.held_blanks > 0; --p.held_blanks) appendPending(it, "");
+          p.state = p.state == Pending::State::kAfterException ? Pending::State::kChained
+                                                               : Pending::State::kFrames;
+          appendPending(it, t);
+          return true;
+        }
+        break;
+    }
+    finishPending(it);
+    return false;
+  }
+
+  void appendPending(std::unordered_map<int, Pending>::iterator it, std::string_view t) {
+    Pending& p = it->second;
+    if (p.lines + 1 <= options_.max_record_lines &&
+        p.record.text.size() + 1 + t.size() <= options_.max_record_bytes) {
+      p.record.text.push_back('\n');
+      p.record.text.append(t);
+      ++p.lines;
+      return;
+    }
+    // Over the bounds: emit what we have, go on with a fresh record in the same state.
+    LogRecord next;
+    next.rank = p.record.rank;
+    next.time_ns = p.record.time_ns;
+    next.time_known = p.record.time_known;
+    next.text.assign(t);
+    next.line = line_no_;
+    emit(std::move(p.record));
+    p.record = std::move(next);
+    p.lines = 1;
+  }
+
+  void finishPending(std::unordered_map<int, Pending>::iterator it) {
+    report_.skipped += it->second.held_blanks;
+    emit(std::move(it->second.record));
+    pending_.erase(it);
+  }
+
+  void onEnd() override {
+    std::vector<int> ranks;
+    ranks.reserve(pending_.size());
+    for (const auto& [rank, p] : pending_) ranks.push_back(rank);
+    std::sort(ranks.begin(), ranks.end(), [this](int a, int b) {
+      return pending_.at(a).record.line < pending_.at(b).record.line;
+    });
+    for (int rank : ranks) finishPending(pending_.find(rank));
+  }
+
+  // Recognises one leading time stamp; strips it (and the space after) from *t.
+  bool parseStamp(std::string_view* t, LogRecord* rec) {
+    if (t->size() < 14) return false;
+    const char c0 = t->front();
+    const int64_t offset_ns = int64_t{options_.utc_offset_sec} * kNsPerSec;
+    IsoTime iso;
+    if (isDigit(c0)) {
+      if (parseIsoTime(*t, /*allow_space=*/true, &iso) &&
+          (iso.length == t->size() || isSpace((*t)[iso.length]))) {
+        rec->time_ns = iso.has_zone ? iso.ns : iso.ns - offset_ns;
+        rec->time_known = true;
+        t->remove_prefix(std::min(iso.length + 1, t->size()));
+        return true;
+      }
+      return false;
+    }
+    if (c0 == '[') {
+      const std::string_view inner = t->substr(1);
+      if (!inner.empty() && isDigit(inner.front())) {
+        if (parseIsoTime(inner, /*allow_space=*/true, &iso) && iso.length < inner.size() &&
+            inner[iso.length] == ']') {
+          rec->time_ns = iso.has_zone ? iso.ns : iso.ns - offset_ns;
+          rec->time_known = true;
+          size_t n = iso.length + 2;
+          if (n < t->size() && (*t)[n] == ' ') ++n;
+          t->remove_prefix(n);
+          return true;
+        }
+        return false;
+      }
+      // PyTorch c10 "[W0601 12:00:00.000000000 file.cpp:12] ..." : time, priority, text kept.
+      int64_t wall = 0;
+      int prio = -1;
+      size_t len = 0;
+      if (parseGlogStamp(inner, options_.default_year, &wall, &prio, &len)) {
+        rec->time_ns = wall - offset_ns;
+        rec->time_known = true;
+        rec->priority = prio;
+        return true;
+      }
+      return false;
+    }
+    int64_t wall = 0;
+    int prio = -1;
+    size_t len = 0;
+    if (parseGlogStamp(*t, options_.default_year, &wall, &prio, &len)) {
+      rec->time_ns = wall - offset_ns;
+      rec->time_known = true;
+      rec->priority = prio;
+      t->remove_prefix(std::min(len + 1, t->size()));
+      return true;
+    }
+    return false;
+  }
+
+  std::unordered_map<int, Pending> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamParser> makeApplicationParser(ParseOptions options, RecordSink sink) {
+  return std::make_unique<ApplicationParser>(std::move(options), std::move(sink));
+}
+
+}  // namespace faultline::common::parse

@@ -1,0 +1,130 @@
+// Format detection: every non-empty, non-indented line among the first ones votes for the
+// format whose prefix it carries (application when none fits); the plurality wins, ties go to
+// application. A rank log with a few kernel lines pasted in stays an application log, and a
+// file concatenated from several sources gets its majority format.
+#include <array>
+
+#include "common/parse/line_grammar.h"
+#include "common/parse/stream_parser.h"
+#include "common/parse/text_util.h"
+
+namespace faultline::common {
+namespace {
+
+constexpr size_t kMaxVotingLines = 256;
+constexpr size_t kHeadLimit = 64 << 10;
+
+bool isExportKey(std::string_view key) {
+  if (key.empty()) return false;
+  for (char c : key) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// The format this line votes for; kUnknown for no vote.
+LogFormat classifyLine(std::string_view line) {
+  using namespace parse;
+  if (isSpace(line.front())) return LogFormat::kUnknown;  // continuation / traceback frame
+  std::string scratch;
+  std::string_view text;
+  if (checkText(line, false, &scratch, &text) == TextVerdict::kBinary) return LogFormat::kUnknown;
+  if (line.front() == '{') {
+    const std::string_view t = trimRight(line);
+    if (t.back() == '}' && (t.find("\"MESSAGE\"") != std::string_view::npos ||
+                            t.find("\"__REALTIME_TIMESTAMP\"") != std::string_view::npos)) {
+      return LogFormat::kJournalJson;
+    }
+    return LogFormat::kApplication;
+  }
+  std::string_view rest = line;
+  DecodePrefix decode;
+  if (parseDecodePrefix(rest, &decode)) rest.remove_prefix(decode.length);
+  if (rest.size() > 3 && rest[0] == '<' && isDigit(rest[1])) {
+    const size_t close = rest.find('>');
+    if (close != std::string_view::npos && close < 5) rest.remove_prefix(close + 1);
+  }
+  if (rest.empty()) return LogFormat::kApplication;
+  int64_t ns = 0;
+  size_t len = 0;
+  if (rest.front() == '[') {
+    if (parseBracketMonotonic(rest, &ns, &len)) return LogFormat::kDmesgRaw;
+    if (parseDmesgCtime(rest, &ns, &len)) return LogFormat::kDmesgCtime;
+    if (parseFabricManagerStamp(rest, &ns, &len)) return LogFormat::kFabricManager;
+    return LogFormat::kApplication;
+  }
+  if (isDigit(rest.front())) {
+    KmsgHeader kmsg;
+    if (parseKmsgHeader(rest, &kmsg)) return LogFormat::kKmsg;
+    if (parseDmesgIsoStamp(rest, &ns, &len)) return LogFormat::kDmesgIso;
+    SyslogLine sl;
+    if (parseIsoSyslog(rest, &sl) && !sl.ident.empty()) return LogFormat::kJournalShortIso;
+    return LogFormat::kApplication;
+  }
+  if (rest.front() == '-' && isJournalMarker(rest)) return LogFormat::kJournalShortIso;
+  if (rest.front() >= 'A' && rest.front() <= 'Z') {
+    SyslogLine sl;
+    if (parseTraditionalSyslog(rest, 1970, &sl) && !sl.ident.empty()) return LogFormat::kSyslog;
+    const size_t eq = rest.find('=');
+    if (eq != std::string_view::npos && isExportKey(rest.substr(0, eq))) {
+      return LogFormat::kJournalExport;
+    }
+    if (isExportKey(trimRight(rest))) return LogFormat::kUnknown;  // export binary field name
+  }
+  if (rest.front() == '_') {
+    const size_t eq = rest.find('=');
+    if (isExportKey(rest.substr(0, eq))) {
+      return eq == std::string_view::npos ? LogFormat::kUnknown : LogFormat::kJournalExport;
+    }
+  }
+  return LogFormat::kApplication;
+}
+
+}  // namespace
+
+LogFormat detectFormat(std::string_view head) {
+  if (head.size() > kHeadLimit) head = head.substr(0, kHeadLimit);
+  // A line cut by the head limit could vote wrongly; keep it only when it is all we have.
+  if (head.size() == kHeadLimit) {
+    const size_t last_nl = head.rfind('\n');
+    if (last_nl != std::string_view::npos) head = head.substr(0, last_nl + 1);
+  }
+  constexpr size_t kFormats = static_cast<size_t>(LogFormat::kApplication) + 1;
+  std::array<size_t, kFormats> votes{};
+  bool export_anchor = false;
+  size_t voted = 0;
+  size_t pos = 0;
+  while (pos < head.size() && voted < kMaxVotingLines) {
+    size_t nl = head.find('\n', pos);
+    if (nl == std::string_view::npos) nl = head.size();
+    std::string_view line = head.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (parse::trimRight(line).empty()) continue;
+    const LogFormat f = classifyLine(line);
+    if (f == LogFormat::kUnknown) continue;
+    if (f == LogFormat::kJournalExport &&
+        (parse::startsWith(line, "MESSAGE=") || parse::startsWith(line, "__REALTIME_TIMESTAMP=") ||
+         parse::startsWith(line, "__CURSOR="))) {
+      export_anchor = true;
+    }
+    ++votes[static_cast<size_t>(f)];
+    ++voted;
+  }
+  if (!export_anchor) {
+    votes[static_cast<size_t>(LogFormat::kApplication)] +=
+        votes[static_cast<size_t>(LogFormat::kJournalExport)];
+    votes[static_cast<size_t>(LogFormat::kJournalExport)] = 0;
+  }
+  LogFormat best = LogFormat::kApplication;
+  size_t best_votes = votes[static_cast<size_t>(LogFormat::kApplication)];
+  for (size_t i = 0; i < kFormats; ++i) {
+    if (votes[i] > best_votes) {
+      best = static_cast<LogFormat>(i);
+      best_votes = votes[i];
+    }
+  }
+  return best;
+}
+
+}  // namespace faultline::common

@@ -1,0 +1,134 @@
+// dmesg in its three time formats: raw "[ 1234.567890] msg", -T "[Fri Aug 30 11:43:09 2024] msg"
+// and --time-format iso "2025-01-21T04:41:44,283302+00:00 msg"; each optionally behind the
+// --decode "kern  :warn  : " prefix or a "<6>" raw priority.
+//
+// Joining: the kernel prints stack traces and register dumps as separate printk lines whose
+// message starts with whitespace ("[  12.3]  dump_stack+0x..."); those, and lines without any
+// stamp right after a record, are appended to the previous record so a rule sees the whole
+// trace under its header line.
+#include <utility>
+
+#include "common/parse/line_grammar.h"
+#include "common/parse/line_parser.h"
+#include "common/parse/time_util.h"
+
+namespace faultline::common::parse {
+namespace {
+
+class DmesgParser final : public LineParser {
+ public:
+  DmesgParser(LogFormat format, ParseOptions options, RecordSink sink)
+      : LineParser(format, std::move(options), std::move(sink)), format_(format) {}
+
+ private:
+  void onLine(std::string_view raw) override {
+    std::string_view line;
+    if (!textLine(raw, &line)) return;
+    if (trimRight(line).empty()) {
+      skipLine(SkipKind::kOther, "");
+      return;
+    }
+    std::string_view rest = line;
+    int priority = -1;
+    DecodePrefix decode;
+    if (parseDecodePrefix(rest, &decode)) {
+      priority = decode.level;
+      rest.remove_prefix(decode.length);
+    } else if (rest.size() > 3 && rest[0] == '<' && isDigit(rest[1])) {
+      const size_t close = rest.find('>');
+      size_t i = 1;
+      uint64_t prio = 0;
+      if (close != std::string_view::npos && close < 6 && readUint(rest, &i, &prio) &&
+          i == close) {
+        priority = static_cast<int>(prio & 7);
+        rest.remove_prefix(close + 1);
+      }
+    }
+    LogRecord rec;
+    size_t stamp_len = 0;
+    bool stamped = false;
+    switch (format_) {
+      case LogFormat::kDmesgRaw: {
+        int64_t mono = 0;
+        if (parseBracketMonotonic(rest, &mono, &stamp_len)) {
+          stamped = true;
+          rec.monotonic_ns = mono;
+          if (options_.boot_time_ns) {
+            rec.time_ns = *options_.boot_time_ns + mono;
+            rec.time_known = true;
+          }
+        }
+        break;
+      }
+      case LogFormat::kDmesgCtime: {
+        int64_t wall = 0;
+        if (parseDmesgCtime(rest, &wall, &stamp_len)) {
+          stamped = true;
+          rec.time_ns = wall - int64_t{options_.utc_offset_sec} * kNsPerSec;
+          rec.time_known = true;
+        }
+        break;
+      }
+      default: {
+        int64_t utc = 0;
+        if (parseDmesgIsoStamp(rest, &utc, &stamp_len)) {
+          stamped = true;
+          rec.time_ns = utc;
+          rec.time_known = true;
+        }
+        break;
+      }
+    }
+    if (!stamped) {
+      if (joiner_.active()) {
+        continueWith(trimRight(line));
+      } else {
+        skipLine(SkipKind::kMalformed, "no dmesg time stamp");
+      }
+      return;
+    }
+    rest.remove_prefix(stamp_len);
+    if (format_ != LogFormat::kDmesgIso && !rest.empty() && rest.front() == ' ') {
+      rest.remove_prefix(1);
+    }
+    rest = trimRight(rest);
+    if (!rest.empty() && isSpace(rest.front()) && joiner_.active()) {
+      continueWith(rest);
+      return;
+    }
+    flush();
+    rec.ident = "kernel";
+    rec.priority = priority;
+    rec.text.assign(rest);
+    rec.line = line_no_;
+    joiner_.start(std::move(rec));
+  }
+
+  void continueWith(std::string_view text) {
+    if (joiner_.append(text, options_)) return;
+    // Over the record bounds: keep the line as a record of its own with the same origin.
+    LogRecord next = joiner_.record();
+    next.text.assign(text);
+    next.line = line_no_;
+    flush();
+    joiner_.start(std::move(next));
+  }
+
+  void flush() {
+    if (joiner_.active()) emit(joiner_.take());
+  }
+
+  void onEnd() override { flush(); }
+
+  LogFormat format_;
+  Joiner joiner_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamParser> makeDmesgParser(LogFormat format, ParseOptions options,
+                                              RecordSink sink) {
+  return std::make_unique<DmesgParser>(format, std::move(options), std::move(sink));
+}
+
+}  // namespace faultline::common::parse

@@ -1,0 +1,60 @@
+// Recognisers for the fixed line prefixes of each format. Shared by detectFormat (which only
+// asks "does it fit") and the parsers (which use the fields), so both agree by construction.
+// Pure, allocation-free: results point into the input line.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace faultline::common::parse {
+
+// dmesg --decode prefix "kern  :warn  : " (facility, level names padded to 6, then ": ").
+struct DecodePrefix {
+  int facility = 0;
+  int level = 0;
+  size_t length = 0;
+};
+bool parseDecodePrefix(std::string_view line, DecodePrefix* out);
+
+// "[ 1234.567890]" at the start: seconds since boot. length covers through ']'.
+bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length);
+
+// dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
+bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);
+
+// Fabric Manager "[Mon Jan 01 2024 00:00:00]": wall time read as if UTC.
+bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* length);
+
+// /dev/kmsg header "prio,seq,usec,flags[,more];" — length covers through ';'.
+struct KmsgHeader {
+  int prio = 0;
+  uint64_t seq = 0;
+  uint64_t usec = 0;
+  char flags = '-';
+  size_t length = 0;
+};
+bool parseKmsgHeader(std::string_view line, KmsgHeader* out);
+
+// "host ident[pid]: msg" after a syslog/journal time stamp.
+struct SyslogLine {
+  int64_t ns = 0;          // UTC when has_zone, else wall time read as if UTC
+  bool has_zone = false;
+  std::string_view host;
+  std::string_view ident;  // empty when the line has no "ident:" part
+  std::string_view msg;    // everything after "ident: " (or after host when no ident)
+};
+// Traditional "Dec  2 11:38:27 host ident[pid]: msg" (year supplied by the caller).
+bool parseTraditionalSyslog(std::string_view line, int year, SyslogLine* out);
+// "2024-06-01T10:00:01[.123456](+0000|+00:00|Z) host ident[pid]: msg" (journalctl short-iso,
+// short-iso-precise, rsyslog RFC 3339). The zone is required, which keeps dmesg --time-format
+// iso (comma fraction, no host) and application ISO stamps apart.
+bool parseIsoSyslog(std::string_view line, SyslogLine* out);
+
+// dmesg --time-format iso: "2025-01-21T04:41:44,283302+00:00 " (comma fraction, zone). On
+// success *length covers the stamp and the one space after it.
+bool parseDmesgIsoStamp(std::string_view s, int64_t* utc_ns, size_t* length);
+
+// "-- Boot 5f1c... --", "-- Logs begin at ... --", "-- No entries --", "-- Reboot --", ...
+bool isJournalMarker(std::string_view line);
+
+}  // namespace faultline::common::parse

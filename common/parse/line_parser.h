@@ -1,0 +1,102 @@
+// Shared machinery of the text-format parsers: splitting fed bytes into lines (any chunking,
+// CRLF, over-long lines dropped without buffering them), the report counters and notes, and a
+// one-record join buffer for formats with continuation lines.
+//
+// Counting contract (ParseReport): every physical line is counted once in `lines`. It is either
+// part of an emitted record (its first line or a joined continuation) or counted in `skipped`
+// — and then in exactly one of malformed / binary / oversized, or in none of them for lines that
+// are legitimately not records (blank lines, journalctl "-- Boot ... --" markers, export entries
+// without MESSAGE).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/parse/stream_parser.h"
+#include "common/parse/text_util.h"
+
+namespace faultline::common::parse {
+
+class LineParser : public StreamParser {
+ public:
+  LineParser(LogFormat format, ParseOptions options, RecordSink sink);
+
+  void feed(std::string_view bytes) final;
+  void finish() final;
+  const ParseReport& report() const final { return report_; }
+
+ protected:
+  // One complete physical line, without its "\n" / "\r\n". line_no_ is its 1-based number.
+  virtual void onLine(std::string_view line) = 0;
+  // Bytes requested with readRaw(); the view holds exactly the requested count.
+  virtual void onRaw(std::string_view bytes) { (void)bytes; }
+  // End of stream, after the last line: flush whatever is pending.
+  virtual void onEnd() {}
+  // Stream ended while raw bytes were still awaited.
+  virtual void onRawTruncated() {}
+
+  // Delivers the next n bytes through onRaw instead of as lines (journal export binary fields).
+  // When n exceeds max_line_bytes the bytes are discarded instead and onRaw is not called;
+  // returns false in that case.
+  bool readRaw(size_t n);
+
+  void emit(LogRecord&& record);
+  enum class SkipKind { kOther, kMalformed, kBinary, kOversized };
+  // Counts one skipped line (the current one unless line_no given) and notes why.
+  void skipLine(SkipKind kind, std::string_view why, uint64_t line_no = 0);
+  void addNote(uint64_t line_no, std::string_view why);
+  // Applies checkText to a line. Returns false (and counts the line as binary) when it is not
+  // text; otherwise *out is the line to parse (possibly repaired into scratch_).
+  bool textLine(std::string_view line, std::string_view* out);
+
+  const ParseOptions& options() const { return options_; }
+
+  ParseOptions options_;
+  ParseReport report_;
+  uint64_t line_no_ = 0;
+  std::string scratch_;
+
+ private:
+  void dispatchLine(std::string_view line);
+  void dispatchOversized();
+
+  RecordSink sink_;
+  std::string buf_;           // partial line (or raw bytes) carried between feed() calls
+  bool discarding_ = false;   // inside an over-long line, dropping bytes until '\n'
+  size_t raw_want_ = 0;       // bytes still awaited in raw mode
+  bool raw_skip_ = false;     // raw bytes are being discarded
+};
+
+// A record that may still grow by continuation lines (kernel stack traces, multi-line journal
+// messages). Bounded by max_record_lines / max_record_bytes.
+class Joiner {
+ public:
+  bool active() const { return active_; }
+  LogRecord& record() { return record_; }
+  void start(LogRecord&& record);
+  // Appends "\n" + text. False (nothing appended) when the bounds would be exceeded.
+  bool append(std::string_view text, const ParseOptions& options);
+  // Hands the record out and becomes inactive.
+  LogRecord take();
+
+ private:
+  LogRecord record_;
+  bool active_ = false;
+  size_t lines_ = 0;
+};
+
+// Factories of the concrete parsers (one .cpp each).
+std::unique_ptr<StreamParser> makeDmesgParser(LogFormat format, ParseOptions options,
+                                              RecordSink sink);
+std::unique_ptr<StreamParser> makeKmsgParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeJournalShortIsoParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeJournalJsonParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeJournalExportParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeSyslogParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeFabricManagerParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeApplicationParser(ParseOptions options, RecordSink sink);
+std::unique_ptr<StreamParser> makeRejectingParser(LogFormat format, ParseOptions options,
+                                                  RecordSink sink);
+
+}  // namespace faultline::common::parse

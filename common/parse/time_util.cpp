@@ -1,0 +1,118 @@
+#include "common/parse/time_util.h"
+
+namespace faultline::common::parse {
+
+int64_t daysFromCivil(int year, int month, int day) {
+  const int64_t y = static_cast<int64_t>(year) - (month <= 2 ? 1 : 0);
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t mp = (month + 9) % 12;
+  const int64_t doy = (153 * mp + 2) / 5 + day - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int64_t civilToNs(int year, int month, int day, int hour, int minute, int second,
+                  int64_t frac_ns) {
+  const int64_t secs = daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
+  return secs * kNsPerSec + frac_ns;
+}
+
+int monthFromAbbrev(std::string_view s) {
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (s.size() != 3) return 0;
+  for (int i = 0; i < 12; ++i) {
+    if (s == kMonths[i]) return i + 1;
+  }
+  return 0;
+}
+
+bool isWeekdayAbbrev(std::string_view s) {
+  static constexpr std::string_view kDays[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  if (s.size() != 3) return false;
+  for (auto d : kDays) {
+    if (s == d) return true;
+  }
+  return false;
+}
+
+int readFixedDigits(std::string_view s, size_t pos, size_t n) {
+  if (pos + n > s.size()) return -1;
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    const char c = s[i];
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+bool parseIsoTime(std::string_view s, bool allow_space, IsoTime* out) {
+  // YYYY-MM-DDTHH:MM:SS is 19 bytes.
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':') return false;
+  const char sep = s[10];
+  if (sep != 'T' && !(allow_space && sep == ' ')) return false;
+  const int year = readFixedDigits(s, 0, 4);
+  const int month = readFixedDigits(s, 5, 2);
+  const int day = readFixedDigits(s, 8, 2);
+  const int hour = readFixedDigits(s, 11, 2);
+  const int minute = readFixedDigits(s, 14, 2);
+  const int second = readFixedDigits(s, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return false;
+  }
+  size_t pos = 19;
+  int64_t frac_ns = 0;
+  char frac_sep = 0;
+  if (pos < s.size() && (s[pos] == '.' || s[pos] == ',') && pos + 1 < s.size() &&
+      s[pos + 1] >= '0' && s[pos + 1] <= '9') {
+    frac_sep = s[pos];
+    ++pos;
+    int digits = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      if (digits < 9) {
+        frac_ns = frac_ns * 10 + (s[pos] - '0');
+        ++digits;
+      }
+      ++pos;
+    }
+    for (; digits < 9; ++digits) frac_ns *= 10;
+  }
+  bool has_zone = false;
+  int64_t offset_sec = 0;
+  if (pos < s.size()) {
+    if (s[pos] == 'Z') {
+      has_zone = true;
+      ++pos;
+    } else if (s[pos] == '+' || s[pos] == '-') {
+      const int sign = s[pos] == '-' ? -1 : 1;
+      const int hh = readFixedDigits(s, pos + 1, 2);
+      if (hh >= 0 && hh <= 23) {
+        size_t end = pos + 3;
+        int mm = 0;
+        if (end < s.size() && s[end] == ':') {
+          mm = readFixedDigits(s, end + 1, 2);
+          end += 3;
+        } else if (readFixedDigits(s, end, 2) >= 0) {
+          mm = readFixedDigits(s, end, 2);
+          end += 2;
+        }
+        if (mm >= 0 && mm <= 59) {
+          has_zone = true;
+          offset_sec = sign * (hh * 3600 + mm * 60);
+          pos = end;
+        }
+      }
+    }
+  }
+  out->ns = civilToNs(year, month, day, hour, minute, second, frac_ns) - offset_sec * kNsPerSec;
+  out->has_zone = has_zone;
+  out->length = pos;
+  out->frac_sep = frac_sep;
+  out->date_time_sep = sep;
+  return true;
+}
+
+}  // namespace faultline::common::parse

@@ -1,0 +1,143 @@
+#include <catch2/catch.hpp>
+
+#include "parse_test_util.h"
+
+using namespace faultline::common;
+using namespace faultline::common::testing;
+
+TEST_CASE("dmesg raw: monotonic stamps, boot time, stack-trace joining") {
+  const std::string input =
+      "[    0.000000] Linux version 5.15.0-105-generic (buildd@lcy02-amd64-054)\n"
+      "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+      "[ 1235.000001] WARNING: CPU: 3 PID: 1 at kernel/foo.c:12 bar+0x1/0x2\n"
+      "[ 1235.000002] Call Trace:\n"
+      "[ 1235.000003]  <TASK>\n"
+      "[ 1235.000004]  dump_stack_lvl+0x48/0x70\n"
+      "[ 1235.000005]  </TASK>\n"
+      "[ 1236.100000] nvidia-peermem: module loaded\n";
+  SECTION("without boot time") {
+    auto r = parseAll(LogFormat::kDmesgRaw, input);
+    REQUIRE(r.records.size() == 5);
+    CHECK(r.records[0].monotonic_ns == 0);
+    CHECK_FALSE(r.records[0].time_known);
+    CHECK(r.records[1].monotonic_ns == 1234 * kSec + 567890000);
+    CHECK(r.records[1].text ==
+          "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.");
+    CHECK(r.records[1].ident == "kernel");
+    CHECK(r.records[1].line == 2);
+    CHECK(r.records[3].text ==
+          "Call Trace:\n <TASK>\n dump_stack_lvl+0x48/0x70\n </TASK>");
+    CHECK(r.records[3].line == 4);
+    CHECK(r.records[4].line == 8);
+    CHECK(r.report.lines == 8);
+    CHECK(r.report.records == 5);
+    CHECK(r.report.skipped == 0);
+    CHECK(lineCountOf(r.records) == r.report.lines - r.report.skipped);
+  }
+  SECTION("with boot time") {
+    ParseOptions o;
+    o.boot_time_ns = 1'700'000'000 * kSec;
+    o.boot_id = "b00t";
+    auto r = parseAll(LogFormat::kDmesgRaw, input, o);
+    REQUIRE(r.records.size() == 5);
+    CHECK(r.records[1].time_known);
+    CHECK(r.records[1].time_ns == 1'700'000'000 * kSec + 1234 * kSec + 567890000);
+    CHECK(r.records[1].boot_id == "b00t");
+  }
+}
+
+TEST_CASE("dmesg raw: unstamped line continues, decode prefix gives priority") {
+  const std::string input =
+      "kern  :err   : [  100.000001] mlx5_core 0000:17:00.0: cmd_work_handler:877: failed\n"
+      "continuation without stamp\n"
+      "kern  :warn  : [  100.5] pcieport 0000:00:01.0: AER: Corrected error received\n"
+      "<3>[  101.000000] raw priority form\n";
+  auto r = parseAll(LogFormat::kDmesgRaw, input);
+  REQUIRE(r.records.size() == 3);
+  CHECK(r.records[0].priority == 3);
+  CHECK(r.records[0].text ==
+        "mlx5_core 0000:17:00.0: cmd_work_handler:877: failed\ncontinuation without stamp");
+  CHECK(r.records[1].priority == 4);
+  CHECK(r.records[1].monotonic_ns == 100 * kSec + 500000000);
+  CHECK(r.records[2].priority == 3);
+  CHECK(r.records[2].text == "raw priority form");
+}
+
+TEST_CASE("dmesg raw: leading unstamped line is malformed, noted") {
+  auto r = parseAll(LogFormat::kDmesgRaw, "garbage first\n[    1.000000] ok\n");
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.report.malformed == 1);
+  CHECK(r.report.skipped == 1);
+  REQUIRE(r.report.notes.size() == 1);
+  CHECK(r.report.notes[0].rfind("line 1: ", 0) == 0);
+}
+
+TEST_CASE("dmesg -T: node-local ctime converted with utc_offset_sec") {
+  ParseOptions o;
+  o.utc_offset_sec = 2 * 3600;  // node at UTC+2
+  auto r = parseAll(LogFormat::kDmesgCtime,
+                    "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:b7:00): 48, pid=0, DBE\n"
+                    "[Sat Aug  3 01:02:03 2024] single-digit day\n",
+                    o);
+  REQUIRE(r.records.size() == 2);
+  CHECK(r.records[0].time_known);
+  // 2024-08-30T09:43:09Z
+  CHECK(r.records[0].time_ns == 1725010989LL * kSec);
+  CHECK(r.records[0].monotonic_ns == -1);
+  CHECK(r.records[1].time_ns == (1722646923LL - 7200) * kSec);
+}
+
+TEST_CASE("dmesg --time-format iso with and without --decode") {
+  auto r = parseAll(LogFormat::kDmesgIso,
+                    "2025-01-21T04:41:44,283302+00:00 NVRM: GPU at PCI:0000:3b:00: GPU-1234\n"
+                    "kern  :warn  : 2025-01-21T04:41:45,000000+01:00 watchdog: BUG: soft lockup\n"
+                    "2025-01-21T04:41:46,000000+00:00  indented continuation\n");
+  REQUIRE(r.records.size() == 2);
+  CHECK(r.records[0].time_ns == 1737434504LL * kSec + 283302000);
+  CHECK(r.records[0].priority == -1);
+  CHECK(r.records[0].text == "NVRM: GPU at PCI:0000:3b:00: GPU-1234");
+  CHECK(r.records[1].priority == 4);
+  CHECK(r.records[1].time_ns == (1737434505LL - 3600) * kSec);
+  CHECK(r.records[1].text == "watchdog: BUG: soft lockup\n indented continuation");
+}
+
+TEST_CASE("parseKmsgRecord decodes header, escapes and dictionary") {
+  auto rec = parseKmsgRecord(
+      "3,1234,5678901,-,caller=T42;NVRM: Xid 79\\x0asecond line\n SUBSYSTEM=pci\n "
+      "DEVICE=+pci:0000:3b:00.0\n");
+  REQUIRE(rec);
+  CHECK(rec->facility == 0);
+  CHECK(rec->level == 3);
+  CHECK(rec->seq == 1234);
+  CHECK(rec->usec == 5678901);
+  CHECK(rec->flags == '-');
+  CHECK(rec->text == "NVRM: Xid 79\nsecond line");
+  CHECK(rec->dict.at("SUBSYSTEM") == "pci");
+  CHECK(rec->dict.at("DEVICE") == "+pci:0000:3b:00.0");
+  auto user = parseKmsgRecord("14,5,6,c;hello");
+  REQUIRE(user);
+  CHECK(user->facility == 1);
+  CHECK(user->level == 6);
+  CHECK(user->flags == 'c');
+  CHECK_FALSE(parseKmsgRecord("not,a;record"));
+  CHECK_FALSE(parseKmsgRecord("6,1,2;missing flags"));
+}
+
+TEST_CASE("kmsg stream: dictionary lines belong to the previous record") {
+  ParseOptions o;
+  o.boot_time_ns = 1000 * kSec;
+  auto r = parseAll(LogFormat::kKmsg,
+                    "6,1,5000000,-;pci 0000:3b:00.0: enabling device\n"
+                    " SUBSYSTEM=pci\n"
+                    " DEVICE=+pci:0000:3b:00.0\n"
+                    "4,2,6000000,-;tab\\x09here\n",
+                    o);
+  REQUIRE(r.records.size() == 2);
+  CHECK(r.records[0].monotonic_ns == 5 * kSec);
+  CHECK(r.records[0].time_ns == 1005 * kSec);
+  CHECK(r.records[0].priority == 6);
+  CHECK(r.records[1].text == "tab\there");
+  CHECK(r.records[1].line == 4);
+  CHECK(r.report.lines == 4);
+  CHECK(r.report.skipped == 0);
+}
