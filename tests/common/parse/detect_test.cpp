@@ -1,0 +1,52 @@
+#include <catch2/catch.hpp>
+
+#include "parse_test_util.h"
+
+using namespace faultline::common;
+
+TEST_CASE("detectFormat recognises each format") {
+  CHECK(detectFormat("[    0.000000] Linux version 6.5.0\n[    0.000001] Command line: x\n") ==
+        LogFormat::kDmesgRaw);
+  CHECK(detectFormat("kern  :info  : [    0.000000] Linux version 6.5.0\n") ==
+        LogFormat::kDmesgRaw);
+  CHECK(detectFormat("[Fri Aug 30 11:43:09 2024] NVRM: Xid 79\n") == LogFormat::kDmesgCtime);
+  CHECK(detectFormat("2025-01-21T04:41:44,283302+00:00 NVRM: Xid 79\n") == LogFormat::kDmesgIso);
+  CHECK(detectFormat("kern  :warn  : 2025-01-21T04:41:44,283302+00:00 x\n") ==
+        LogFormat::kDmesgIso);
+  CHECK(detectFormat("6,1234,5678901,-;pci 0000:3b:00.0: x\n SUBSYSTEM=pci\n") == LogFormat::kKmsg);
+  CHECK(detectFormat("-- Logs begin at x --\n2024-06-01T10:00:01+0000 gpu-a01 kernel: x\n") ==
+        LogFormat::kJournalShortIso);
+  CHECK(detectFormat("2024-06-01T10:00:01.123456+00:00 gpu-a01 python3[1]: x\n") ==
+        LogFormat::kJournalShortIso);
+  CHECK(detectFormat(R"({"MESSAGE":"x","__REALTIME_TIMESTAMP":"1"})"
+                     "\n") == LogFormat::kJournalJson);
+  CHECK(detectFormat("__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=x\n\n") ==
+        LogFormat::kJournalExport);
+  CHECK(detectFormat("Dec  2 11:38:27 gpu-a01 kernel: [  219.470001] x\n") == LogFormat::kSyslog);
+  CHECK(detectFormat("[Mon Jan 01 2024 00:00:00] [INFO] [tid 1] x\n") ==
+        LogFormat::kFabricManager);
+  CHECK(detectFormat("[rank0]: hello\n0: hi\n") == LogFormat::kApplication);
+  CHECK(detectFormat("") == LogFormat::kApplication);
+  CHECK(detectFormat("\n\n") == LogFormat::kApplication);
+}
+
+TEST_CASE("detectFormat: rank log with a few kernel-looking lines stays application") {
+  std::string log;
+  for (int i = 0; i < 20; ++i) log += "[rank" + std::to_string(i % 4) + "]: step " + std::to_string(i) + "\n";
+  log += "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79\n";
+  log += "[ 1234.567891] NVRM: GPU has fallen off the bus\n";
+  log += "Dec  2 11:38:27 gpu-a01 kernel: x\n";
+  log += "Traceback (most recent call last):\n  File \"x\", line 1\nValueError: v\n";
+  log += "MY_ENV_VAR=1\nNCCL_DEBUG=INFO\n";
+  CHECK(detectFormat(log) == LogFormat::kApplication);
+}
+
+TEST_CASE("detectFormat: mixed file takes the majority; head limit respected") {
+  std::string log;
+  for (int i = 0; i < 10; ++i) log += "[  10.00000" + std::to_string(i) + "] kernel line\n";
+  for (int i = 0; i < 3; ++i) log += "2024-06-01 10:00:01,123 INFO app line\n";
+  CHECK(detectFormat(log) == LogFormat::kDmesgRaw);
+  std::string big;
+  while (big.size() < 70000) big += "[    1.000000] kernel line\n";
+  CHECK(detectFormat(big) == LogFormat::kDmesgRaw);
+}
