@@ -31,7 +31,9 @@ bool isChainMarker(std::string_view t) {
 }
 
 // "[<word><digits>]:" with word "rank" or "default"; returns length (incl. one space after).
-size_t bracketRank(std::string_view s, std::string_view word, int* rank) {
+// torchrun writes "[default0]:" right before the child's line, while PyTorch's own "[rank0]: "
+// has a space: only the latter is eaten, so traceback indentation survives either way.
+size_t bracketRank(std::string_view s, std::string_view word, bool eat_space, int* rank) {
   if (s.size() < word.size() + 4 || s[0] != '[' || s.compare(1, word.size(), word) != 0) return 0;
   size_t i = 1 + word.size();
   if (i < s.size() && s[i] == ' ') ++i;  // "[RANK 3]"
@@ -39,7 +41,7 @@ size_t bracketRank(std::string_view s, std::string_view word, int* rank) {
   if (!readUint(s, &i, &v) || v > kMaxRank || i >= s.size() || s[i] != ']') return 0;
   ++i;
   if (i < s.size() && s[i] == ':') ++i;
-  if (i < s.size() && s[i] == ' ') ++i;
+  if (eat_space && i < s.size() && s[i] == ' ') ++i;
   *rank = static_cast<int>(v);
   return i;
 }
@@ -62,13 +64,13 @@ int stripRankPrefixes(std::string_view* s) {
   }
   for (int round = 0; round < 3 && !s->empty() && s->front() == '['; ++round) {
     int r = -1;
-    size_t n = bracketRank(*s, "rank", &r);
+    size_t n = bracketRank(*s, "rank", true, &r);
     if (n != 0) {
       rank = r;
       explicit_rank = true;
-    } else if ((n = bracketRank(*s, "default", &r)) != 0) {
+    } else if ((n = bracketRank(*s, "default", false, &r)) != 0) {
       if (!explicit_rank) rank = r;  // torchrun local rank: what the line says
-    } else if ((n = bracketRank(*s, "RANK", &r)) != 0 || (n = bracketRank(*s, "Rank", &r)) != 0) {
+    } else if ((n = bracketRank(*s, "RANK", true, &r)) != 0 || (n = bracketRank(*s, "Rank", true, &r)) != 0) {
       rank = r;
       explicit_rank = true;
     } else {
@@ -144,7 +146,12 @@ struct Pending {
   State state = State::kFrames;
   size_t lines = 1;
   size_t held_blanks = 0;  // blank lines after the exception line, not yet known to belong
+  uint64_t last_line = 0;  // physical line last added
 };
+
+// A finished traceback waits for a possible chained one ("During handling of ..."); if its rank
+// prints nothing for this many lines it is emitted, so records do not lag far behind the stream.
+constexpr uint64_t kChainWaitLines = 64;
 
 class ApplicationParser final : public LineParser {
  public:
@@ -164,6 +171,7 @@ class ApplicationParser final : public LineParser {
     const bool stamped = parseStamp(&t, &rec);
 
     if (!pending_.empty()) {
+      expireWaiting();
       auto it = pending_.find(rank);
       if (it != pending_.end() && continuePending(it, t, stamped)) return;
     }
@@ -179,6 +187,7 @@ class ApplicationParser final : public LineParser {
       p.state = Pending::State::kFrames;
       p.lines = 1;
       p.held_blanks = 0;
+      p.last_line = line_no_;
       return;
     }
     const std::string_view host = ncclHost(t);
@@ -203,6 +212,7 @@ class ApplicationParser final : public LineParser {
       case Pending::State::kChained:
         if (t.empty()) {
           ++p.held_blanks;
+          p.last_line = line_no_;
           return true;
         }
         if (p.state == Pending::State::kAfterException ? isChainMarker(t)
@@ -219,8 +229,22 @@ class ApplicationParser final : public LineParser {
     return false;
   }
 
+  void expireWaiting() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const Pending& p = it->second;
+      if (p.state != Pending::State::kFrames && line_no_ - p.last_line > kChainWaitLines) {
+        auto next = std::next(it);
+        finishPending(it);
+        it = next;
+      } else {
+        ++it;
+      }
+    }
+  }
+
   void appendPending(std::unordered_map<int, Pending>::iterator it, std::string_view t) {
     Pending& p = it->second;
+    p.last_line = line_no_;
     if (p.lines + 1 <= options_.max_record_lines &&
         p.record.text.size() + 1 + t.size() <= options_.max_record_bytes) {
       p.record.text.push_back('\n');
