@@ -150,7 +150,9 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
   bool fallback = false;
   if (roots.empty()) {
     for (auto& it : items)
-      if (it.s.fallback_root && (it.eff == Role::kCascade || it.eff == Role::kTeardown)) roots.push_back(&it);
+      if (it.s.fallback_root && it.s.sub_domain != SubDomain::kNone &&
+          (it.eff == Role::kCascade || it.eff == Role::kTeardown))
+        roots.push_back(&it);
     fallback = !roots.empty();
   }
 
@@ -188,7 +190,32 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     return d;
   }
 
+  auto priorityOf = [&](const Item* it) {
+    if (rules)
+      if (const Rule* r = rules->find(it->s.rule_id)) return r->priority;
+    return 0;
+  };
+  // One incident is often reported several times on a node within a moment (Xid 79 and "GPU
+  // has fallen off the bus"; Xid 48 and CUDA's "uncorrectable ECC error"): the most specific
+  // report (highest rule priority) represents it.
+  // A driver's report beats the application's echo of it; a rule-level cause upstream of it
+  // (PCIe AER before Xid 79) keeps its place because it is a different symptom from the kernel.
   Item* anchor = roots.front();
+  if (fallback) {
+    // Cascade-type evidence only: the most specific kind (highest priority) speaks loudest.
+    for (Item* r : roots)
+      if (priorityOf(r) > priorityOf(anchor)) anchor = r;
+  } else {
+    Item* first = anchor;
+    for (Item* r : roots) {
+      if (r == first || r->s.node != first->s.node || !r->s.time_known || !first->s.time_known) continue;
+      if (r->s.first_ns > first->s.first_ns + o.clock_skew_ns) break;
+      bool same_incident = r->s.symptom == anchor->s.symptom ||
+                           (anchor->s.source_kind == SourceKind::kApplication &&
+                            r->s.source_kind != SourceKind::kApplication);
+      if (same_incident && priorityOf(r) > priorityOf(anchor)) anchor = r;
+    }
+  }
   const int64_t t0 = anchor->s.first_ns;
   auto within = [&](const Item* it) {
     if (!anchor->s.time_known || !it->s.time_known) return true;
@@ -205,7 +232,8 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     }
     if (r->s.sub_domain == anchor->s.sub_domain) {
       same.push_back(r);
-    } else if (r->s.node != anchor->s.node && r->s.severity >= Severity::kError && !fallback) {
+    } else if (r->s.node != anchor->s.node && r->s.severity >= Severity::kError && !fallback &&
+               r->s.time_known && anchor->s.time_known) {
       competitors.push_back(r);
     } else {
       r->eff = Role::kCascade;  // same node, other domain: a consequence of the anchor
@@ -275,8 +303,13 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     d.systemic = true;
     d.explanation = fmt::format("{} nodes show {} root symptoms at once: a systemic problem, not one node.",
                                 suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
+  } else if (fallback) {
+    // Cascade-type evidence on the reporting nodes says the fault was elsewhere or in between:
+    // naming the first reporter would be a guess.
+    d.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node.",
+                                anchor->s.symptom, suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
   } else {
-    double conf = fallback ? 0.4 : 0.9;
+    double conf = 0.9;
     std::map<std::string, std::string> device_of;
     device_of[anchor->s.node] = anchor->s.device;
     for (Item* r : same) device_of.emplace(r->s.node, r->s.device);

@@ -126,6 +126,7 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
   s.severity = r->severity;
   s.fallback_root = r->fallback_root;
   s.source = ctx.source;
+  s.source_kind = ctx.kind;
   s.first_ns = s.last_ns = record.time_ns;
   s.time_known = record.time_known;
   s.boot_id = record.boot_id;

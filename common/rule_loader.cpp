@@ -209,6 +209,12 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
         dst[kv.first.as<std::string>()] = kv.second.as<std::string>();
       else if (kv.second.IsNull())
         dst[kv.first.as<std::string>()] = "";
+      else if (kv.second.IsSequence()) {
+        std::string joined;
+        for (const auto& e : kv.second)
+          if (e.IsScalar()) joined += (joined.empty() ? "" : "+") + e.as<std::string>();
+        dst[kv.first.as<std::string>()] = joined;
+      }
       else
         problems.add(file, kv.second, fmt::format("'{}.{}' must be a scalar", mapkey,
                                                    kv.first.as<std::string>()));

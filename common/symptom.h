@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/log_record.h"
+
 namespace faultline::common {
 
 enum class Role { kRoot, kCascade, kTeardown, kContext };
@@ -43,6 +45,7 @@ struct Symptom {
   std::string node;
   std::string device;   // normalised device id ("0000:3b:00.0" for PCI), "" when unknown
   std::string source;   // where on the node it came from (file path, "kmsg", "journal")
+  SourceKind source_kind = SourceKind::kApplication;
   int64_t first_ns = 0;
   int64_t last_ns = 0;
   bool time_known = false;

@@ -42,6 +42,7 @@ void fill(schema::Symptom::Builder b, const Symptom& s) {
   b.setSummary(s.summary);
   b.setBootId(s.boot_id);
   b.setFallbackRoot(s.fallback_root);
+  b.setSourceKind(std::string(sourceKindName(s.source_kind)));
 }
 
 }  // namespace
@@ -141,6 +142,10 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
       s.summary = text(b.getSummary(), "summary");
       s.boot_id = text(b.getBootId(), "bootId");
       s.fallback_root = b.getFallbackRoot();
+      std::string kind = text(b.getSourceKind(), "sourceKind");
+      s.source_kind = SourceKind::kApplication;
+      for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager})
+        if (kind == sourceKindName(k)) s.source_kind = k;
       out.symptoms.push_back(std::move(s));
     }
     for (auto b : root.getSources()) {

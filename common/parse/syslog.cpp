@@ -44,6 +44,10 @@ class SyslogParser final : public LineParser {
         rest.remove_prefix(i + 1);
       }
     }
+    if (rest.empty()) {
+      skipLine(SkipKind::kMalformed, "PRI without message");
+      return;
+    }
     SyslogLine sl;
     bool ok = false;
     if (isDigit(rest.front())) {

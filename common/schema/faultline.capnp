@@ -54,6 +54,7 @@ struct Symptom {
   summary @15 :Text;
   bootId @16 :Text;
   fallbackRoot @17 :Bool;
+  sourceKind @18 :Text;     # kernel | journal | fabricmanager | application
 }
 
 # What an agent (or the offline bundle reader) ships for one node.

@@ -1,0 +1,158 @@
+// faultline: the operator's command line. Offline attribution of log bundles, rule checks and
+// single-file scans. Wiring only: every piece of logic lives in a library.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "aggregator/offline/attribute.h"
+#include "aggregator/offline/bundle.h"
+#include "common/rule_engine.h"
+#include "common/rule_set.h"
+
+namespace {
+
+using namespace faultline;
+
+std::vector<std::string> defaultRuleDirs() {
+  for (const char* d : {FAULTLINE_DEFAULT_RULES, "/usr/share/faultline/rules"})
+    if (std::filesystem::is_directory(d)) return {d};
+  return {FAULTLINE_DEFAULT_RULES};
+}
+
+std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::string>& dirs) {
+  auto loaded = common::loadRuleDirs(dirs.empty() ? defaultRuleDirs() : dirs);
+  if (!loaded.rules) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
+    std::fprintf(stderr, "faultline: %zu problem(s) in the rules\n", loaded.errors.size());
+    std::exit(2);
+  }
+  return loaded.rules;
+}
+
+int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
+                 size_t systemic) {
+  common::RuleEngine engine(loadRulesOrDie(rule_dirs));
+  common::CorrelatorOptions opts;
+  opts.systemic_threshold = systemic;
+  int rc = 0;
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& b : bundles) {
+    std::string error;
+    auto d = offline::attributeBundle(b, engine, &error, opts);
+    if (!d) {
+      std::fprintf(stderr, "faultline: %s\n", error.c_str());
+      rc = 2;
+      continue;
+    }
+    if (json) {
+      if (bundles.size() == 1) std::cout << common::toJson(*d).dump(2) << "\n";
+      else all.push_back(common::toJson(*d));
+    } else {
+      std::cout << common::renderReport(*d) << (bundles.size() > 1 ? "\n" : "");
+    }
+  }
+  if (json && bundles.size() > 1) std::cout << all.dump(2) << "\n";
+  return rc;
+}
+
+int cmdRulesCheck(const std::vector<std::string>& dirs) {
+  auto use = dirs.empty() ? defaultRuleDirs() : dirs;
+  auto loaded = common::loadRuleDirs(use);
+  std::vector<std::string> problems = loaded.errors;
+  if (loaded.rules) {
+    auto ex = common::checkRuleExamples(loaded.rules);
+    problems.insert(problems.end(), ex.begin(), ex.end());
+  }
+  for (const auto& p : problems) std::printf("%s\n", p.c_str());
+  if (!problems.empty()) {
+    std::fprintf(stderr, "faultline: %zu problem(s)\n", problems.size());
+    return 1;
+  }
+  size_t examples = 0;
+  for (const auto& r : loaded.rules->rules) examples += r.match_examples.size() + r.no_match_examples.size();
+  std::printf("ok: %zu rules, %zu examples, ruleset %s\n", loaded.rules->rules.size(), examples,
+              loaded.rules->version.c_str());
+  return 0;
+}
+
+int cmdRulesList(const std::vector<std::string>& dirs, bool patterns) {
+  auto rules = loadRulesOrDie(dirs);
+  for (const auto& r : rules->rules) {
+    if (r.deprecated) continue;
+    if (patterns) std::printf("%s\n", r.pattern.c_str());
+    else
+      std::printf("%-34s %-9s %-16s %-8s %s\n", r.id.c_str(), std::string(common::roleName(r.role)).c_str(),
+                  std::string(common::subDomainName(r.sub_domain)).c_str(),
+                  std::string(common::severityName(r.severity)).c_str(), r.symptom.c_str());
+  }
+  return 0;
+}
+
+int cmdScan(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& files, bool quiet, bool raw) {
+  common::RuleEngine engine(loadRulesOrDie(rule_dirs));
+  uint64_t records = 0, symptoms = 0, occurrences = 0;
+  std::map<std::string, uint64_t> by_rule;
+  for (const auto& f : files) {
+    auto r = offline::scanFile(f, "", engine, nullptr, !raw);
+    records += r.coverage.records;
+    for (const auto& s : r.symptoms) {
+      ++symptoms;
+      occurrences += s.count;
+      by_rule[s.rule_id] += s.count;
+    }
+    if (!quiet)
+      std::printf("%s: %s, %llu records, %llu skipped, %s%s\n", f.c_str(), r.coverage.format.c_str(),
+                  static_cast<unsigned long long>(r.coverage.records),
+                  static_cast<unsigned long long>(r.coverage.skipped), r.coverage.status.c_str(),
+                  r.coverage.reason.empty() ? "" : (": " + r.coverage.reason).c_str());
+  }
+  if (!quiet)
+    for (const auto& [rule, n] : by_rule) std::printf("  %-34s %llu\n", rule.c_str(), static_cast<unsigned long long>(n));
+  std::printf("records %llu matched %llu symptoms %llu\n", static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(occurrences), static_cast<unsigned long long>(symptoms));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"faultline: why did this GPU job fail?"};
+  app.require_subcommand(1);
+  std::vector<std::string> rule_dirs;
+  app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
+
+  auto* attribute = app.add_subcommand("attribute", "diagnose a job from a bundle of collected logs");
+  std::vector<std::string> bundles;
+  bool json = false;
+  size_t systemic = 16;
+  attribute->add_option("bundle", bundles, "bundle directory (see docs/bundle-format.md)")->required();
+  attribute->add_flag("--json", json, "print the diagnosis as JSON (docs/output-schema.md)");
+  attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
+
+  auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
+  rules->require_subcommand(1);
+  auto* check = rules->add_subcommand("check", "load rules, compile patterns, run every example");
+  std::vector<std::string> check_dirs;
+  check->add_option("dir", check_dirs, "rule directories");
+  auto* list = rules->add_subcommand("list", "list the loaded rules");
+  bool patterns = false;
+  list->add_flag("--patterns", patterns, "print only the expanded patterns, one per line");
+
+  auto* scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
+  std::vector<std::string> files;
+  bool quiet = false, raw = false;
+  scan->add_option("file", files, "log files")->required();
+  scan->add_flag("-q,--quiet", quiet, "print only the totals");
+  scan->add_flag("--no-aggregate", raw, "do not collapse identical symptoms");
+
+  CLI11_PARSE(app, argc, argv);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic);
+  if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
+  if (*list) return cmdRulesList(rule_dirs, patterns);
+  if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
+  return 0;
+}

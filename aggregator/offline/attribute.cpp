@@ -1,0 +1,41 @@
+#include "aggregator/offline/attribute.h"
+
+#include <map>
+
+#include "common/wire.h"
+
+namespace faultline::offline {
+
+std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
+                                                 std::string* error, const common::CorrelatorOptions& options) {
+  auto bundle = loadBundle(dir, engine, error);
+  if (!bundle) return std::nullopt;
+  // Symptoms cross the same Cap'n Proto encoding the agents use, so offline and online verdicts
+  // see identical data.
+  std::map<std::string, common::SymptomBatchData> batches;
+  for (auto& s : bundle->symptoms) {
+    auto& b = batches[s.node];
+    b.header.hostname = s.node;
+    b.header.ruleset_version = engine.rules().version;
+    b.header.agent_version = FAULTLINE_VERSION;
+    b.symptoms.push_back(std::move(s));
+  }
+  std::vector<common::Symptom> symptoms;
+  uint64_t seq = 0;
+  for (auto& [node, batch] : batches) {
+    batch.header.sequence = ++seq;
+    std::string bytes = common::encodeBatch(batch);
+    std::string reason;
+    auto decoded = common::decodeBatch(bytes.data(), bytes.size(), &reason);
+    if (!decoded) {
+      *error = "internal: batch for node '" + node + "' failed to round-trip: " + reason;
+      return std::nullopt;
+    }
+    for (auto& s : decoded->symptoms) symptoms.push_back(std::move(s));
+  }
+  auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), options);
+  d.coverage = std::move(bundle->coverage);
+  return d;
+}
+
+}  // namespace faultline::offline

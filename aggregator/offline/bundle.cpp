@@ -1,0 +1,313 @@
+#include "aggregator/offline/bundle.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/journal/journal_file_reader.h"
+#include "common/symptom_aggregator.h"
+
+namespace faultline::offline {
+
+namespace fs = std::filesystem;
+using common::CoverageEntry;
+using common::LogFormat;
+using common::LogRecord;
+using common::Symptom;
+
+namespace {
+
+std::optional<std::string> slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string readHead(const std::string& path, size_t n) {
+  std::string head(n, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  ssize_t got = ::read(fd, head.data(), n);
+  ::close(fd);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return head;
+}
+
+NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
+  NodeInfo info;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *warning = "node.json is not a JSON object";
+    return info;
+  }
+  if (j.contains("boot_time") && j["boot_time"].is_string())
+    info.boot_time_ns = common::parseTimestampNs(j["boot_time"].get<std::string>());
+  info.boot_id = j.value("boot_id", "");
+  if (j.contains("timezone") && j["timezone"].is_string())
+    info.utc_offset_sec = common::parseUtcOffset(j["timezone"].get<std::string>()).value_or(0);
+  if (j.contains("gpus") && j["gpus"].is_array())
+    for (const auto& g : j["gpus"]) {
+      if (!g.is_object()) continue;
+      GpuInfo gi;
+      gi.index = g.value("index", -1);
+      gi.pci = common::normalizePciId(g.value("pci_bus_id", ""));
+      gi.uuid = g.value("uuid", "");
+      gi.serial = g.value("serial", "");
+      info.gpus.push_back(gi);
+    }
+  if (j.contains("local_rank_to_gpu_index") && j["local_rank_to_gpu_index"].is_object())
+    for (const auto& [k, v] : j["local_rank_to_gpu_index"].items())
+      if (v.is_number_integer()) info.local_rank_to_gpu[std::atoi(k.c_str())] = v.get<int>();
+  return info;
+}
+
+// Journals first: they carry both clocks and so reveal the boot time for raw dmesg files.
+int formatOrder(LogFormat f) {
+  switch (f) {
+    case LogFormat::kJournalBinary:
+    case LogFormat::kJournalExport:
+    case LogFormat::kJournalJson:
+    case LogFormat::kJournalShortIso:
+    case LogFormat::kSyslog:
+      return 0;
+    default:
+      return 1;
+  }
+}
+
+struct FileScan {
+  FileScan(const common::RuleEngine& e, common::MatchContext c, common::SymptomAggregator* a,
+           std::vector<Symptom>* d)
+      : engine(e), ctx(std::move(c)), agg(a), direct(d) {}
+  const common::RuleEngine& engine;
+  common::MatchContext ctx;
+  common::SymptomAggregator* agg;
+  std::vector<Symptom>* direct;  // when not aggregating
+  // Boot-time evidence: UTC time minus time since boot, from records that have both.
+  std::optional<int64_t> boot_estimate;
+
+  void onRecord(LogRecord&& rec) {
+    // Untimed records (tracebacks in rank logs) stay untimed: borrowing a neighbour's time
+    // could put an echo of a fault minutes before the fault itself.
+    if (rec.time_known && rec.monotonic_ns >= 0 && !boot_estimate)
+      boot_estimate = rec.time_ns - rec.monotonic_ns;
+    auto s = engine.extract(rec, ctx);
+    if (!s) return;
+    if (agg) agg->add(std::move(*s));
+    else direct->push_back(std::move(*s));
+  }
+};
+
+CoverageEntry scanOne(const std::string& path, LogFormat format, const common::ParseOptions& popts,
+                      FileScan& scan, size_t chunk) {
+  CoverageEntry cov;
+  cov.source = path;
+  cov.format = std::string(common::formatName(format));
+  if (format == LogFormat::kJournalBinary) {
+    auto r = common::readJournalFiles({path}, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
+    cov.records = r.entries;
+    cov.skipped = r.skipped;
+    if (!r.error.empty()) {
+      cov.status = r.entries ? "partial" : "error";
+      cov.reason = r.error;
+    }
+    return cov;
+  }
+  auto parser = common::makeStreamParser(format, popts, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    cov.status = "error";
+    cov.reason = fmt::format("cannot open: {}", std::strerror(errno));
+    return cov;
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::string buf(chunk, '\0');
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      cov.status = "partial";
+      cov.reason = fmt::format("read error: {}", std::strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    parser->feed(std::string_view(buf.data(), static_cast<size_t>(n)));
+  }
+  ::close(fd);
+  parser->finish();
+  const auto& rep = parser->report();
+  cov.records = rep.records;
+  cov.skipped = rep.skipped;
+  std::vector<std::string> reasons;
+  if (rep.binary) reasons.push_back(fmt::format("{} binary/garbage lines", rep.binary));
+  if (rep.oversized) reasons.push_back(fmt::format("{} oversized lines", rep.oversized));
+  if (rep.malformed) reasons.push_back(fmt::format("{} malformed lines", rep.malformed));
+  if (rep.truncated) reasons.push_back("truncated last line");
+  if (!reasons.empty()) {
+    if (cov.status == "ok") cov.status = "partial";
+    std::string joined;
+    for (const auto& r : reasons) joined += (joined.empty() ? "" : ", ") + r;
+    if (!rep.notes.empty()) joined += " (first: " + rep.notes.front() + ")";
+    cov.reason = cov.reason.empty() ? joined : cov.reason + "; " + joined;
+  }
+  if (rep.records == 0 && rep.lines > 0 && cov.status != "error") {
+    cov.status = "error";
+    if (cov.reason.empty()) cov.reason = "no readable records";
+  }
+  return cov;
+}
+
+LogFormat detectFile(const std::string& path) {
+  std::string head = readHead(path, 64 << 10);
+  if (common::isJournalFileHeader(head)) return LogFormat::kJournalBinary;
+  return common::detectFormat(head);
+}
+
+void annotateDevices(std::vector<Symptom>& symptoms, const std::map<std::string, NodeInfo>& nodes) {
+  for (auto& s : symptoms) {
+    auto it = nodes.find(s.node);
+    if (it == nodes.end() || s.device.empty()) continue;
+    for (const auto& g : it->second.gpus) {
+      if (g.pci != s.device) continue;
+      s.fields["gpu_index"] = std::to_string(g.index);
+      if (!g.uuid.empty()) s.fields["gpu_uuid"] = g.uuid;
+      if (!g.serial.empty()) s.fields["gpu_serial"] = g.serial;
+      std::string ranks;
+      for (const auto& [lr, gi] : it->second.local_rank_to_gpu)
+        if (gi == g.index) ranks += (ranks.empty() ? "" : ",") + std::to_string(lr);
+      if (!ranks.empty()) s.fields["local_ranks"] = ranks;
+    }
+  }
+}
+
+std::vector<std::string> listFiles(const fs::path& dir, bool recursive) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (recursive) {
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file()) out.push_back(it->path().string());
+  } else {
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->is_regular_file()) out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
+                    const common::ParseOptions* parse_options, bool aggregate) {
+  ScanResult result;
+  common::SymptomAggregator agg;
+  LogFormat format = detectFile(path);
+  FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, aggregate ? &agg : nullptr,
+                &result.symptoms};
+  common::ParseOptions popts = parse_options ? *parse_options : common::ParseOptions{};
+  result.coverage = scanOne(path, format, popts, scan, 256 << 10);
+  result.coverage.node = node;
+  if (aggregate) result.symptoms = agg.drainAll();
+  return result;
+}
+
+std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine, std::string* error,
+                                 const BundleOptions& options) {
+  fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    *error = fmt::format("{}: not a directory", dir);
+    return std::nullopt;
+  }
+  Bundle b;
+  if (auto text = slurp(root / "job.json")) {
+    auto job = common::parseJobJson(*text, error);
+    if (!job) return std::nullopt;
+    b.job = std::move(*job);
+  } else if (auto sacct = slurp(root / "sacct.json")) {
+    auto job = common::parseSacctJson(*sacct, "", error);
+    if (!job) return std::nullopt;
+    b.job = std::move(*job);
+  } else {
+    *error = fmt::format("{}: no job.json or sacct.json", dir);
+    return std::nullopt;
+  }
+  int default_year = 1970;
+  if (b.job.start_ns) {
+    std::string iso = common::formatTimeNs(b.job.start_ns);
+    default_year = std::atoi(iso.substr(0, 4).c_str());
+  }
+  const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "README.md", "node.json"};
+
+  common::SymptomAggregator agg(options.aggregation_window_ns);
+
+  // Node folders.
+  std::vector<std::string> node_names;
+  if (fs::is_directory(root / "nodes", ec))
+    for (auto it = fs::directory_iterator(root / "nodes", ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      if (it->is_directory()) node_names.push_back(it->path().filename().string());
+  std::sort(node_names.begin(), node_names.end());
+  for (const auto& node : node_names) {
+    fs::path ndir = root / "nodes" / node;
+    NodeInfo info;
+    if (auto text = slurp(ndir / "node.json")) {
+      std::string warning;
+      info = parseNodeJson(*text, &warning);
+      if (!warning.empty())
+        b.coverage.push_back({node, (ndir / "node.json").string(), "node.json", 0, 1, "error", warning});
+    }
+    std::vector<std::pair<LogFormat, std::string>> files;
+    for (const auto& f : listFiles(ndir, true)) {
+      if (kSkip.count(fs::path(f).filename().string())) continue;
+      files.emplace_back(detectFile(f), f);
+    }
+    std::stable_sort(files.begin(), files.end(),
+                     [](const auto& a, const auto& b) { return formatOrder(a.first) < formatOrder(b.first); });
+    std::optional<int64_t> boot = info.boot_time_ns;
+    for (const auto& [format, path] : files) {
+      common::ParseOptions popts;
+      popts.boot_time_ns = boot;
+      popts.boot_id = info.boot_id;
+      popts.default_year = default_year;
+      popts.utc_offset_sec = info.utc_offset_sec;
+      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr};
+      auto cov = scanOne(path, format, popts, scan, options.read_chunk);
+      cov.node = node;
+      if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
+      b.coverage.push_back(std::move(cov));
+    }
+    b.nodes.emplace(node, std::move(info));
+  }
+  // Job-wide logs: ranks map to nodes through the job's layout.
+  for (const auto& f : listFiles(root, false)) {
+    if (kSkip.count(fs::path(f).filename().string())) continue;
+    LogFormat format = detectFile(f);
+    common::ParseOptions popts;
+    popts.default_year = default_year;
+    const common::JobInfo& job = b.job;
+    FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
+                  &agg, nullptr};
+    auto cov = scanOne(f, format, popts, scan, options.read_chunk);
+    b.coverage.push_back(std::move(cov));
+  }
+  for (const auto& n : b.job.nodes)
+    if (!b.nodes.count(n))
+      b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
+  b.symptoms = agg.drainAll();
+  annotateDevices(b.symptoms, b.nodes);
+  return b;
+}
+
+}  // namespace faultline::offline

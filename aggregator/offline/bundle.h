@@ -1,0 +1,61 @@
+// Reads a bundle folder (docs/bundle-format.md) into the job, the symptoms of all its nodes and
+// the coverage report, using the same parsers, rule engine and aggregation as the agent.
+//
+// Blocking file I/O on the calling thread. Never throws on bad logs: unreadable, binary or
+// truncated files show up in coverage; a missing or broken job.json is an error.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/diagnosis.h"
+#include "common/job.h"
+#include "common/rule_engine.h"
+#include "common/parse/stream_parser.h"
+#include "common/symptom.h"
+
+namespace faultline::offline {
+
+struct GpuInfo {
+  int index = -1;
+  std::string pci;  // normalised
+  std::string uuid;
+  std::string serial;
+};
+
+struct NodeInfo {
+  std::optional<int64_t> boot_time_ns;
+  std::string boot_id;
+  int utc_offset_sec = 0;
+  std::vector<GpuInfo> gpus;
+  std::map<int, int> local_rank_to_gpu;
+};
+
+struct Bundle {
+  common::JobInfo job;
+  std::vector<common::Symptom> symptoms;  // aggregated per (rule, node, device, boot)
+  std::vector<common::CoverageEntry> coverage;
+  std::map<std::string, NodeInfo> nodes;
+};
+
+struct BundleOptions {
+  int64_t aggregation_window_ns = 300'000'000'000;
+  size_t read_chunk = 64 << 10;
+};
+
+// Errors that make the bundle unusable (no job description) return nullopt and set *error.
+std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine,
+                                 std::string* error, const BundleOptions& options = {});
+
+// Scans one log file (format auto-detected) and returns its symptoms; used by `faultline scan`
+// and the benchmark. `records` receives the number of records parsed.
+struct ScanResult {
+  std::vector<common::Symptom> symptoms;
+  common::CoverageEntry coverage;
+};
+ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
+                    const common::ParseOptions* parse_options = nullptr, bool aggregate = true);
+
+}  // namespace faultline::offline
