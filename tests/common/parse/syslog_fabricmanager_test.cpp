@@ -62,3 +62,9 @@ TEST_CASE("fabric manager log: levels, tid, local time, continuation") {
   CHECK(r.records[1].text == "NVSwitch fatal error detected\n    partition 3 affected");
   CHECK(r.records[2].priority == 4);
 }
+
+TEST_CASE("syslog: a bare PRI is malformed, not a crash") {
+  auto r = parseAll(LogFormat::kSyslog, "<13>\nDec  2 11:38:27 h app: ok\n");
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.report.malformed == 1);
+}
