@@ -1,0 +1,67 @@
+// Every bundled sample gets the verdict a careful operator reached by reading its logs
+// (samples/*/expected.json, written by hand from the logs, never from this program's output).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "aggregator/offline/attribute.h"
+#include "common/rule_set.h"
+
+using namespace faultline;
+namespace fs = std::filesystem;
+
+TEST_CASE("every sample bundle gets its expected verdict", "[samples]") {
+  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  common::RuleEngine engine(loaded.rules);
+  std::vector<fs::path> samples;
+  for (const auto& e : fs::directory_iterator(FAULTLINE_SOURCE_DIR "/samples"))
+    if (fs::exists(e.path() / "expected.json")) samples.push_back(e.path());
+  std::sort(samples.begin(), samples.end());
+  REQUIRE(samples.size() >= 30);
+  std::set<std::string> states, domains;
+  for (const auto& dir : samples) {
+    SECTION(dir.filename().string()) {
+      std::ifstream in(dir / "expected.json");
+      auto exp = nlohmann::json::parse(in);
+      std::string error;
+      auto d = offline::attributeBundle(dir.string(), engine, &error);
+      INFO(error);
+      REQUIRE(d);
+      INFO(common::renderReport(*d));
+      CHECK(d->terminal_state == exp["terminal_state"].get<std::string>());
+      CHECK(common::subDomainName(d->sub_domain) == exp["sub_domain"].get<std::string>());
+      std::vector<std::string> got, want = exp["responsible_nodes"].get<std::vector<std::string>>();
+      for (const auto& r : d->responsible) got.push_back(r.node);
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      CHECK(got == want);
+      if (d->sub_domain == common::SubDomain::kAmbiguous) {
+        std::vector<std::string> ids;
+        for (const auto& c : d->candidates) ids.push_back(c.rule_id);
+        if (!exp["cause_rule"].is_null())
+          CHECK(std::find(ids.begin(), ids.end(), exp["cause_rule"].get<std::string>()) != ids.end());
+      } else if (exp["cause_rule"].is_null()) {
+        CHECK(!d->cause);
+      } else {
+        REQUIRE(d->cause);
+        CHECK(d->cause->rule_id == exp["cause_rule"].get<std::string>());
+        if (exp.contains("device")) CHECK(d->cause->device == exp["device"].get<std::string>());
+      }
+      // The JSON document follows docs/output-schema.md and reads back.
+      auto j = common::toJson(*d);
+      for (const char* key : {"schema_version", "job_id", "terminal_state", "sub_domain", "responsible_nodes",
+                              "cause", "recommended_action", "candidates", "chain", "coverage", "ruleset_version"})
+        CHECK(j.contains(key));
+      std::string err;
+      auto back = common::diagnosisFromJson(j, &err);
+      REQUIRE(back);
+      CHECK(back->sub_domain == d->sub_domain);
+      CHECK(back->chain.size() == d->chain.size());
+    }
+  }
+}

@@ -1,0 +1,185 @@
+// The correlator's reasoning on hand-made symptoms: cascades, ambiguity, systemic faults,
+// terminal states. No rules are loaded: symptoms carry their roles.
+#include <catch2/catch.hpp>
+
+#include "common/correlator.h"
+
+using namespace faultline::common;
+
+namespace {
+
+constexpr int64_t kSec = 1000000000;
+constexpr int64_t kT0 = 1717236000LL * kSec;
+
+Symptom sym(std::string rule, std::string node, SubDomain d, Role role, int64_t t_sec,
+            Severity sev = Severity::kError) {
+  Symptom s;
+  s.rule_id = rule;
+  s.symptom = rule;
+  s.node = std::move(node);
+  s.sub_domain = d;
+  s.role = role;
+  s.severity = sev;
+  s.first_ns = s.last_ns = kT0 + t_sec * kSec;
+  s.time_known = true;
+  s.source_kind = SourceKind::kKernel;
+  return s;
+}
+
+JobInfo job(std::string state, int nodes = 4) {
+  JobInfo j;
+  j.job_id = "1";
+  j.state = std::move(state);
+  j.start_ns = kT0;
+  j.end_ns = kT0 + 3600 * kSec;
+  for (int i = 1; i <= nodes; ++i) j.nodes.push_back("n" + std::to_string(i));
+  return j;
+}
+
+std::vector<std::string> nodesOf(const Diagnosis& d) {
+  std::vector<std::string> v;
+  for (const auto& r : d.responsible) v.push_back(r.node);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("one root upstream of a cascade on every node is the cause", "[correlator]") {
+  std::vector<Symptom> s;
+  for (int n = 1; n <= 4; ++n)
+    for (int i = 0; i < 50; ++i)
+      s.push_back(sym("nccl.remote_error", "n" + std::to_string(n), SubDomain::kNetwork, Role::kCascade, 5 + i));
+  s.push_back(sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical));
+  // The cascade starts before the root in this log (clock or buffering): still cascade.
+  auto d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.terminal_state == "fail");
+  CHECK(d.sub_domain == SubDomain::kHardware);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "xid.79");
+  CHECK(nodesOf(d) == std::vector<std::string>{"n3"});
+  // Hundreds of identical symptoms collapse into one chain entry with a count and node list.
+  auto it = std::find_if(d.chain.begin(), d.chain.end(), [](const ChainEntry& e) { return e.rule_id == "nccl.remote_error"; });
+  REQUIRE(it != d.chain.end());
+  CHECK(it->count == 200);
+  CHECK(it->nodes.size() == 4);
+  CHECK(it->role == Role::kCascade);
+}
+
+TEST_CASE("an application exception after a hardware fault is its consequence", "[correlator]") {
+  std::vector<Symptom> s{sym("python.exception", "n1", SubDomain::kApplication, Role::kRoot, 12),
+                         sym("xid.48", "n2", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical)};
+  auto d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kHardware);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  // But an exception well before the fault stands on its own: two independent causes.
+  s[0].first_ns = s[0].last_ns = kT0 - 0 * kSec + 0;
+  s[0].first_ns = s[0].last_ns = kT0 + 10 * kSec - 30 * kSec;
+  d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kAmbiguous);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n1", "n2"});
+  CHECK(d.candidates.size() == 2);
+}
+
+TEST_CASE("independent roots in different domains inside the window are ambiguous", "[correlator]") {
+  std::vector<Symptom> s{sym("xid.48", "n1", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical),
+                         sym("kernel.nfs_not_responding", "n2", SubDomain::kInfrastructure, Role::kRoot, 30)};
+  auto d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kAmbiguous);
+  CHECK(!d.cause);
+  // Outside the causal window the later one is downstream.
+  s[1].first_ns = s[1].last_ns = kT0 + 400 * kSec;
+  d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kHardware);
+  // On the same node it is a consequence, not a competitor.
+  s[1].first_ns = s[1].last_ns = kT0 + 30 * kSec;
+  s[1].node = "n1";
+  d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kHardware);
+}
+
+TEST_CASE("more suspect nodes than the threshold is systemic", "[correlator]") {
+  std::vector<Symptom> s;
+  for (int n = 1; n <= 20; ++n)
+    s.push_back(sym("kernel.ib_port_down", "n" + std::to_string(n), SubDomain::kNetwork, Role::kRoot, 10));
+  auto d = correlate(job("FAILED", 20), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kNetwork);
+  CHECK(d.systemic);
+  CHECK(d.responsible.empty());
+  CorrelatorOptions o;
+  o.systemic_threshold = 32;
+  d = correlate(job("FAILED", 20), s, nullptr, o);
+  CHECK(!d.systemic);
+  CHECK(d.responsible.size() == 20);
+}
+
+TEST_CASE("terminal states without fault evidence", "[correlator]") {
+  std::vector<Symptom> ctx{sym("slurm.time_limit", "n1", SubDomain::kNone, Role::kContext, 3600)};
+  CHECK(correlate(job("COMPLETED"), {}, nullptr).sub_domain == SubDomain::kNone);
+  CHECK(correlate(job("COMPLETED"), {}, nullptr).terminal_state == "success");
+  auto t = correlate(job("TIMEOUT"), ctx, nullptr);
+  CHECK(t.terminal_state == "timeout");
+  CHECK(t.sub_domain == SubDomain::kNone);
+  CHECK(correlate(job("PREEMPTED"), {}, nullptr).sub_domain == SubDomain::kNone);
+  CHECK(correlate(job("CANCELLED by 0"), {}, nullptr).sub_domain == SubDomain::kNone);
+  CHECK(correlate(job("FAILED"), {}, nullptr).sub_domain == SubDomain::kUnattributed);
+  CHECK(correlate(job("NODE_FAIL"), {}, nullptr).sub_domain == SubDomain::kInfrastructure);
+  CHECK(correlate(job("OUT_OF_MEMORY"), {}, nullptr).sub_domain == SubDomain::kApplication);
+  // A hang on a GPU fault that ran into the time limit is hardware, not the user's problem.
+  std::vector<Symptom> hang{sym("xid.79", "n2", SubDomain::kHardware, Role::kRoot, 100, Severity::kCritical),
+                            sym("nccl.watchdog_timeout", "n1", SubDomain::kNone, Role::kCascade, 700)};
+  auto h = correlate(job("TIMEOUT"), hang, nullptr);
+  CHECK(h.terminal_state == "timeout");
+  CHECK(h.sub_domain == SubDomain::kHardware);
+  // Collective timeouts with no root: a hang nobody can explain.
+  hang.erase(hang.begin());
+  CHECK(correlate(job("TIMEOUT"), hang, nullptr).sub_domain == SubDomain::kUnattributed);
+}
+
+TEST_CASE("context stays in the chain; cascade evidence alone is a low-confidence fallback", "[correlator]") {
+  std::vector<Symptom> s{sym("kernel.boot", "n2", SubDomain::kNone, Role::kContext, -1800),
+                         sym("xid.95", "n2", SubDomain::kHardware, Role::kRoot, 60, Severity::kCritical)};
+  auto d = correlate(job("FAILED"), s, nullptr);
+  REQUIRE(d.chain.size() == 2);
+  CHECK(d.chain[0].rule_id == "kernel.boot");
+  CHECK(d.chain[0].role == Role::kContext);
+  CHECK(d.cause->rule_id == "xid.95");
+
+  Symptom ib = sym("nccl.ib_completion_error", "n1", SubDomain::kNetwork, Role::kCascade, 10);
+  ib.fallback_root = true;
+  Symptom ib2 = ib;
+  ib2.node = "n2";
+  auto f = correlate(job("FAILED"), {ib, ib2}, nullptr);
+  CHECK(f.sub_domain == SubDomain::kNetwork);
+  CHECK(f.responsible.empty());
+  REQUIRE(f.cause);
+  CHECK(f.cause->rule_id == "nccl.ib_completion_error");
+}
+
+TEST_CASE("the driver's note 'caused by previous Xid' makes a symptom cascade", "[correlator]") {
+  Symptom a = sym("xid.79", "n1", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical);
+  Symptom b = sym("xid.62", "n2", SubDomain::kHardware, Role::kRoot, 5, Severity::kCritical);
+  b.fields["prev_xid"] = "79";
+  auto d = correlate(job("FAILED"), {a, b}, nullptr);
+  CHECK(d.cause->rule_id == "xid.79");
+  CHECK(nodesOf(d) == std::vector<std::string>{"n1"});
+}
+
+TEST_CASE("symptoms outside the job's window or nodes are ignored", "[correlator]") {
+  std::vector<Symptom> s{sym("xid.79", "n1", SubDomain::kHardware, Role::kRoot, -7200, Severity::kCritical),
+                         sym("xid.79", "other", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical)};
+  auto d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kUnattributed);
+}
+
+TEST_CASE("application failure: first failing rank's node, or none when all failed alike", "[correlator]") {
+  std::vector<Symptom> s{sym("python.exception", "n2", SubDomain::kApplication, Role::kRoot, 10),
+                         sym("python.exception", "n1", SubDomain::kApplication, Role::kRoot, 11)};
+  auto d = correlate(job("FAILED", 4), s, nullptr);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  for (int n = 3; n <= 4; ++n)
+    s.push_back(sym("python.exception", "n" + std::to_string(n), SubDomain::kApplication, Role::kRoot, 12));
+  d = correlate(job("FAILED", 4), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kApplication);
+  CHECK(d.responsible.empty());
+}

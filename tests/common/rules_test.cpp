@@ -1,0 +1,184 @@
+// Loads every shipped rule file and runs every example through the real engine.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "common/rule_engine.h"
+#include "common/rule_set.h"
+
+using namespace faultline::common;
+
+TEST_CASE("every shipped rule file loads, compiles and agrees with its examples", "[rules]") {
+  auto loaded = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  for (const auto& e : loaded.errors) UNSCOPED_INFO(e);
+  REQUIRE(loaded.errors.empty());
+  REQUIRE(loaded.rules);
+  auto problems = checkRuleExamples(loaded.rules);
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  CHECK(problems.empty());
+  CHECK(loaded.rules->rules.size() > 200);
+}
+
+TEST_CASE("every Xid of NVIDIA's catalog has a rule carrying the catalog's facts", "[rules]") {
+  auto loaded = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/../shared/reference/xid_catalog.tsv");
+  if (!in) {
+    WARN("shared/reference/xid_catalog.tsv not present beside the checkout; skipped");
+    return;
+  }
+  std::string line;
+  std::getline(in, line);  // header
+  int checked = 0;
+  RuleEngine engine(loaded.rules);
+  while (std::getline(in, line)) {
+    auto tab = line.find('\t');
+    std::string xid = line.substr(0, tab);
+    auto second = line.find('\t', tab + 1);
+    auto third = line.find('\t', second + 1);
+    auto fourth = line.find('\t', third + 1);
+    std::string immediate = line.substr(third + 1, fourth - third - 1);
+    const Rule* r = loaded.rules->find("xid." + xid);
+    INFO("Xid " << xid);
+    REQUIRE(r != nullptr);
+    CHECK(r->pattern.find("(?P<xid>" + xid + ")") != std::string::npos);
+    REQUIRE(r->nvidia.count("immediate"));
+    if (!immediate.empty()) CHECK(r->nvidia.at("immediate") == immediate);
+    // Every match example of the rule is won by it, so the line variants resolve to this Xid.
+    for (const auto& ex : r->match_examples) CHECK(engine.match(ex, SourceKind::kKernel) == r);
+    ++checked;
+  }
+  CHECK(checked > 150);
+}
+
+namespace {
+std::vector<std::string> loadErrors(const std::string& yaml) {
+  return loadRuleSet({{"bad.yaml", yaml}}, "0.1.0").errors;
+}
+const char* kGood = R"(pack: t
+rules:
+  - id: t.one
+    since: 0.1.0
+    symptom: one
+    sub_domain: hardware
+    category: gpu
+    role: root
+    severity: error
+    prefilter: 'ONE'
+    pattern: 'ONE (?P<n>\d+)'
+    summary: 'one {n}'
+    meaning: m
+    action: a
+    examples: {match: ['ONE 1'], no_match: ['TWO 2']}
+)";
+}  // namespace
+
+TEST_CASE("broken rule files are reported as file:line: why", "[rules]") {
+  CHECK(loadErrors(kGood).empty());
+
+  auto errs = loadErrors("pack: t\nrules:\n  - id: [unclosed\n");
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].rfind("bad.yaml:", 0) == 0);
+
+  std::string bad_regex = kGood;
+  bad_regex.replace(bad_regex.find("ONE (?P<n>"), 10, "ONE ((?P<n>");
+  errs = loadErrors(bad_regex);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("bad.yaml:11:") == 0);
+  CHECK(errs[0].find("bad pattern") != std::string::npos);
+
+  std::string bad_enum = kGood;
+  bad_enum.replace(bad_enum.find("role: root"), 10, "role: boss");
+  errs = loadErrors(bad_enum);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("bad role 'boss'") != std::string::npos);
+
+  std::string unknown = kGood;
+  unknown.replace(unknown.find("    meaning: m"), 14, "    meaning: m\n    colour: red");
+  errs = loadErrors(unknown);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("unknown key 'colour'") != std::string::npos);
+
+  std::string missing_capture = kGood;
+  missing_capture.replace(missing_capture.find("'one {n}'"), 9, "'one {m}'");
+  errs = loadErrors(missing_capture);
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("'{m}'") != std::string::npos);
+
+  auto dup = loadRuleSet({{"a.yaml", kGood}, {"b.yaml", std::string(kGood).replace(6, 1, "u")}}, "0.1.0");
+  REQUIRE(dup.errors.size() == 1);
+  CHECK(dup.errors[0].find("duplicate rule id 't.one'") != std::string::npos);
+  CHECK(!dup.rules);
+}
+
+TEST_CASE("a disagreeing example is caught", "[rules]") {
+  std::string wrong = kGood;
+  wrong.replace(wrong.find("no_match: ['TWO 2']"), 19, "no_match: ['ONE 7']");
+  auto loaded = loadRuleSet({{"x.yaml", wrong}}, "0.1.0");
+  REQUIRE(loaded.rules);
+  auto problems = checkRuleExamples(loaded.rules);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("no_match example matches") != std::string::npos);
+}
+
+TEST_CASE("the highest priority rule wins a record; templates fill node, device, summary", "[rules]") {
+  const char* yaml = R"(pack: t
+defines: {PCI: '(?P<pci>[0-9a-f:.]+)'}
+rules:
+  - id: t.generic
+    since: 0.1.0
+    symptom: generic
+    sub_domain: application
+    category: python
+    role: root
+    severity: error
+    prefilter: 'Error'
+    pattern: '(?P<exc>\w+Error): (?P<msg>.*)'
+    summary: '{exc}'
+    meaning: m
+    action: a
+    examples: {match: ['ValueError: x'], no_match: ['fine']}
+  - id: t.specific
+    since: 0.1.0
+    priority: 10
+    symptom: gpu
+    sub_domain: hardware
+    category: gpu
+    role: root
+    severity: critical
+    prefilter: ['GPU', 'gpu']
+    pattern: 'GPU {{PCI}} RuntimeError: (?P<what>.*)'
+    device: '{pci}'
+    summary: 'GPU {pci} on {host}: {what}'
+    meaning: m
+    action: a
+    examples: {match: ['GPU 3b:00.0 RuntimeError: lost'], no_match: ['RuntimeError: lost']}
+)";
+  auto loaded = loadRuleSet({{"x.yaml", yaml}}, "1.2.3");
+  REQUIRE(loaded.errors.empty());
+  CHECK(loaded.rules->version.rfind("1.2.3+", 0) == 0);
+  RuleEngine engine(loaded.rules);
+  CHECK(checkRuleExamples(loaded.rules).empty());
+  LogRecord rec;
+  rec.text = "GPU 3b:00.0 RuntimeError: lost";
+  rec.time_ns = 42;
+  rec.time_known = true;
+  auto s = engine.extract(rec, {"node-1", "/var/log/x", SourceKind::kKernel, {}});
+  REQUIRE(s);
+  CHECK(s->rule_id == "t.specific");
+  CHECK(s->node == "node-1");
+  CHECK(s->device == "0000:3b:00.0");
+  CHECK(s->summary == "GPU 3b:00.0 on node-1: lost");
+  CHECK(s->first_ns == 42);
+  CHECK(s->source_kind == SourceKind::kKernel);
+  rec.text = "nothing to see";
+  CHECK(!engine.extract(rec, {}));
+  rec.text = "[rank5]: KeyError... ValueError: bad";
+  rec.rank = 5;
+  auto a = engine.extract(rec, {"", "job.out", SourceKind::kApplication, [](int r) { return r == 5 ? std::string("n5") : ""; }});
+  REQUIRE(a);
+  CHECK(a->rule_id == "t.generic");
+  CHECK(a->node == "n5");
+  CHECK(a->field("rank") == "5");
+}
