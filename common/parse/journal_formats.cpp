@@ -173,6 +173,12 @@ class JournalExportParser final : public LineParser {
       skipLine(SkipKind::kMalformed, "not an export field");
       return;
     }
+    // Hand-edited or concatenated exports sometimes lose the blank separator: an entry's
+    // opening fields seen again mean a new entry began.
+    if (entry_lines_ > 0 && (key == "__CURSOR" || (key == "__REALTIME_TIMESTAMP" && fields_.count("__REALTIME_TIMESTAMP")))) {
+      addNote(line_no_, "entry without a blank separator line");
+      endEntry();
+    }
     if (entry_lines_ == 0) entry_first_line_ = line_no_;
     ++entry_lines_;
     if (eq != std::string_view::npos) {
