@@ -146,3 +146,21 @@ struct Diagnosis {
   rulesetVersion @11 :Text;
   explanation @12 :Text;
 }
+
+# Agent -> aggregator, every heartbeat interval on the same ZeroMQ connection as the batches
+# (frame type "heartbeat", see docs/wire-protocol.md). Not acknowledged; lets the aggregator
+# report coverage per node and see a stuck or lossy agent.
+struct Heartbeat {
+  agentId @0 :Text;
+  hostname @1 :Text;
+  bootId @2 :Text;
+  agentVersion @3 :Text;
+  rulesetVersion @4 :Text;
+  createdNs @5 :Int64;          # UTC ns since epoch
+  sources @6 :List(SourceStatus);
+  spoolBatches @7 :UInt64;      # unacknowledged batches in the local spool
+  spoolBytes @8 :UInt64;
+  droppedSymptoms @9 :UInt64;   # dropped because the spool was full (since the spool was created)
+  nextSequence @10 :UInt64;     # the sequence the next batch will get
+  startedNs @11 :Int64;         # when this agent process started
+}

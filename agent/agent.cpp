@@ -1,0 +1,202 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+
+namespace faultline::agent {
+
+Agent::Agent(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
+             std::vector<std::unique_ptr<Source>> sources, Spool& spool, Shipper* shipper, AgentOptions options,
+             Logger& log, Notifier notify)
+    : io_(io), clock_(clock), engine_(std::make_unique<common::RuleEngine>(std::move(rules))),
+      sources_(std::move(sources)), spool_(spool), shipper_(shipper), options_(std::move(options)), log_(log),
+      notify_(std::move(notify)), aggregator_(options_.aggregate_window_ns), commit_timer_(io),
+      heartbeat_timer_(io), watchdog_timer_(io) {}
+
+Agent::~Agent() {
+  commit_timer_.cancel();
+  heartbeat_timer_.cancel();
+  watchdog_timer_.cancel();
+  for (auto& s : sources_) s->stop();
+}
+
+void Agent::start() {
+  started_ns_ = clock_.nowNs();
+  stopped_ = false;
+  for (auto& g : spool_.openGroups()) aggregator_.add(std::move(g));
+  auto checkpoints = spool_.checkpoints();
+  for (auto& s : sources_) {
+    const std::string name = s->name();
+    auto it = checkpoints.find(name);
+    s->start(it == checkpoints.end() ? "" : it->second,
+             [this, name](common::LogRecord&& r, common::SourceKind kind) { onRecord(name, std::move(r), kind); });
+    auto h = s->health();
+    if (h.status != "ok") log_.warn("faultline-agent: source {}: {}: {}", h.name, h.status, h.reason);
+  }
+  armCommit();
+  armHeartbeat();
+  armWatchdog();
+  if (notify_) notify_("READY=1\nSTATUS=" + statusLine());
+  log_.info("faultline-agent {} started: {} source(s), rules {}", options_.agent_version, sources_.size(),
+            engine_->rules().version);
+}
+
+void Agent::stop() {
+  if (stopped_) return;
+  if (notify_) notify_("STOPPING=1");
+  commit();
+  stopped_ = true;
+  commit_timer_.cancel();
+  heartbeat_timer_.cancel();
+  watchdog_timer_.cancel();
+  for (auto& s : sources_) s->stop();
+}
+
+void Agent::onRecord(const std::string& source, common::LogRecord&& record, common::SourceKind kind) {
+  ++stats_.records;
+  dirty_ = true;
+  if (!record.time_known) {
+    // Seen live: the read time is a close upper bound, and the aggregation window needs a time.
+    record.time_ns = clock_.nowNs();
+    record.time_known = true;
+  }
+  if (record.boot_id.empty()) record.boot_id = options_.boot_id;
+  common::MatchContext ctx;
+  ctx.node = options_.hostname;
+  ctx.source = source;
+  ctx.kind = kind;
+  auto symptom = engine_->extract(record, ctx);
+  if (!symptom) return;  // benign lines never leave the node
+  ++stats_.symptoms;
+  if (symptom->boot_id.empty()) symptom->boot_id = record.boot_id;
+  aggregator_.add(std::move(*symptom));
+}
+
+bool Agent::commit() {
+  for (auto& s : sources_) s->flush();
+  auto ready = aggregator_.drainOlderThan(clock_.nowNs());
+  if (!dirty_ && ready.empty()) return true;
+  // The groups still open go to the spool too, in the same transaction as the checkpoints; the
+  // aggregator keeps them (drainAll + add rebuilds it identically).
+  auto open = aggregator_.drainAll();
+  for (const auto& g : open) aggregator_.add(g);
+
+  SpoolCommit c;
+  std::vector<common::CoverageEntry> coverage;
+  for (const auto& s : sources_) {
+    auto h = s->health();
+    coverage.push_back({options_.hostname, h.name, h.format, h.records, h.skipped, h.status, h.reason});
+    auto cp = s->checkpoint();
+    if (!cp.empty()) c.checkpoints[s->name()] = cp;
+  }
+  // One batch per severity (critical first), so the shipper can send the worst news first and a
+  // full spool drops the least severe batches.
+  for (int sev = static_cast<int>(common::Severity::kCritical); sev >= 0; --sev) {
+    std::vector<common::Symptom> group;
+    for (auto& s : ready)
+      if (static_cast<int>(s.severity) == sev) group.push_back(std::move(s));
+    for (size_t i = 0; i < group.size(); i += options_.max_symptoms_per_batch) {
+      common::SymptomBatchData b;
+      b.header.agent_id = options_.agent_id;
+      b.header.hostname = options_.hostname;
+      b.header.boot_id = options_.boot_id;
+      b.header.agent_version = options_.agent_version;
+      b.header.ruleset_version = engine_->rules().version;
+      b.header.created_ns = clock_.nowNs();
+      auto end = std::min(group.size(), i + options_.max_symptoms_per_batch);
+      b.symptoms.assign(std::make_move_iterator(group.begin() + static_cast<long>(i)),
+                        std::make_move_iterator(group.begin() + static_cast<long>(end)));
+      b.sources = coverage;
+      c.batches.push_back(std::move(b));
+    }
+  }
+  c.open_groups = std::move(open);
+  std::string error;
+  auto seqs = spool_.commit(c, &error);
+  if (!seqs) {
+    ++stats_.commit_errors;
+    log_.error("faultline-agent: spool commit failed, will retry: {}", error);
+    // Keep the drained symptoms for the next attempt; checkpoints were not advanced, but the
+    // records are already in memory, so nothing is re-read either.
+    for (auto& b : c.batches)
+      for (auto& s : b.symptoms) aggregator_.add(std::move(s));
+    return false;
+  }
+  ++stats_.commits;
+  for (const auto& b : c.batches) stats_.spooled += b.symptoms.size();
+  dirty_ = false;
+  if (shipper_ && !seqs->empty()) shipper_->kick();
+  return true;
+}
+
+void Agent::reloadRules(std::shared_ptr<const common::RuleSet> rules) {
+  engine_ = std::make_unique<common::RuleEngine>(std::move(rules));
+  ++stats_.rule_reloads;
+  log_.info("faultline-agent: rules reloaded: {}", engine_->rules().version);
+}
+
+std::vector<SourceHealth> Agent::sourceHealth() const {
+  std::vector<SourceHealth> out;
+  for (const auto& s : sources_) out.push_back(s->health());
+  return out;
+}
+
+HeartbeatData Agent::heartbeat() const {
+  HeartbeatData hb;
+  hb.agent_id = options_.agent_id;
+  hb.hostname = options_.hostname;
+  hb.node = options_.hostname;
+  hb.boot_id = options_.boot_id;
+  hb.agent_version = options_.agent_version;
+  hb.ruleset_version = engine_->rules().version;
+  hb.created_ns = clock_.nowNs();
+  hb.started_ns = started_ns_;
+  hb.sources = sourceHealth();
+  auto st = spool_.stats();
+  hb.spool_batches = st.batches;
+  hb.spool_bytes = st.bytes;
+  hb.dropped_symptoms = st.dropped_symptoms;
+  hb.next_sequence = st.next_sequence;
+  return hb;
+}
+
+std::string Agent::statusLine() const {
+  auto st = spool_.stats();
+  size_t bad = 0;
+  for (const auto& s : sources_)
+    if (s->health().status != "ok") ++bad;
+  return fmt::format("{} records, {} symptoms, spool {} batches/{} bytes, {} dropped, {} source(s) not ok",
+                     stats_.records, stats_.symptoms, st.batches, st.bytes, st.dropped_symptoms, bad);
+}
+
+void Agent::armCommit() {
+  if (options_.batch_interval_ms <= 0 || stopped_) return;
+  commit_timer_.expires_after(std::chrono::milliseconds(options_.batch_interval_ms));
+  commit_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    commit();
+    armCommit();
+  });
+}
+
+void Agent::armHeartbeat() {
+  if (options_.heartbeat_interval_ms <= 0 || stopped_) return;
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(options_.heartbeat_interval_ms));
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    if (shipper_) shipper_->sendHeartbeat(encodeHeartbeat(heartbeat()));
+    if (notify_) notify_("STATUS=" + statusLine());
+    armHeartbeat();
+  });
+}
+
+void Agent::armWatchdog() {
+  if (options_.watchdog_interval_ms <= 0 || stopped_ || !notify_) return;
+  watchdog_timer_.expires_after(std::chrono::milliseconds(options_.watchdog_interval_ms));
+  watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    notify_("WATCHDOG=1");
+    armWatchdog();
+  });
+}
+
+}  // namespace faultline::agent

@@ -1,0 +1,223 @@
+// faultline-agent: wiring only. Parses the configuration, loads the rules, builds the io_context,
+// clock, sources, spool and shipper, and runs the loop until SIGTERM/SIGINT; SIGHUP reloads the
+// rules. Every piece of logic lives in the faultline_agent library.
+#include <glob.h>
+#include <systemd/sd-daemon.h>
+#include <zmq.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <zmq.hpp>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/shipper.h"
+#include "agent/sources/file_source.h"
+#include "agent/sources/journald_source.h"
+#include "agent/sources/kmsg_source.h"
+#include "agent/spool.h"
+#include "agent/system_info.h"
+#include "common/rule_set.h"
+
+namespace {
+
+using namespace faultline;
+using namespace faultline::agent;
+
+int keygen(const std::string& dir) {
+  char pub[41] = {}, sec[41] = {};
+  if (zmq_curve_keypair(pub, sec) != 0) {
+    std::fprintf(stderr, "faultline-agent keygen: %s\n", zmq_strerror(zmq_errno()));
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string sec_path = dir + "/agent.key", pub_path = dir + "/agent.pub";
+  {
+    std::ofstream s(sec_path, std::ios::trunc);
+    s << sec << "\n";
+    std::ofstream p(pub_path, std::ios::trunc);
+    p << pub << "\n";
+    if (!s || !p) {
+      std::fprintf(stderr, "faultline-agent keygen: cannot write into %s\n", dir.c_str());
+      return 1;
+    }
+  }
+  std::filesystem::permissions(sec_path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace, ec);
+  std::printf("%s\n%s\n", sec_path.c_str(), pub_path.c_str());
+  return 0;
+}
+
+std::vector<std::string> ruleDirs(const AgentConfig& c) {
+  std::vector<std::string> dirs;
+  for (const auto& d : c.rules_dirs)
+    if (std::filesystem::is_directory(d)) dirs.push_back(d);
+  if (dirs.empty()) dirs.push_back(FAULTLINE_DEFAULT_RULES);  // running from the build tree
+  if (!c.rules_override_dir.empty() && std::filesystem::is_directory(c.rules_override_dir))
+    dirs.push_back(c.rules_override_dir);
+  return dirs;
+}
+
+int localUtcOffset() {
+  time_t now = time(nullptr);
+  struct tm tm{};
+  localtime_r(&now, &tm);
+  return static_cast<int>(tm.tm_gmtoff);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = parseCommandLine(argc, argv);
+  if (parsed.exit_now) return parsed.exit_code;
+  if (parsed.keygen) return keygen(parsed.keygen_dir);
+  AgentConfig cfg = parsed.config;
+  auto rules = common::loadRuleDirs(ruleDirs(cfg));
+  for (const auto& e : rules.errors) parsed.errors.push_back(e);
+  if (!parsed.errors.empty()) {
+    for (const auto& e : parsed.errors) std::fprintf(stderr, "%s\n", e.c_str());
+    std::fprintf(stderr, "faultline-agent: %zu configuration problem(s)\n", parsed.errors.size());
+    return 2;
+  }
+  if (parsed.check_only) {
+    std::printf("configuration ok: %zu rules (%s)\n", rules.rules->rules.size(), rules.rules->version.c_str());
+    return 0;
+  }
+  if (cfg.hostname.empty()) cfg.hostname = hostName();
+  if (cfg.agent_id.empty()) cfg.agent_id = cfg.hostname;
+  std::string boot_id = readBootId(cfg.boot_id_file);
+
+  SystemClock clock;
+  Logger log(clock, cfg.log_rate_per_minute);
+  boost::asio::io_context io;
+
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cfg.spoolPath()).parent_path(), ec);
+  std::string error, note;
+  SpoolOptions spool_opts;
+  spool_opts.max_bytes = cfg.spool_max_bytes;
+  auto spool = Spool::open(cfg.spoolPath(), spool_opts, &error, &note);
+  if (!note.empty()) log.error("faultline-agent: spool unreadable, started a new one: {}", note);
+  if (!spool) {
+    std::fprintf(stderr, "faultline-agent: spool: %s\n", error.c_str());
+    return 1;
+  }
+
+  std::vector<std::unique_ptr<Source>> sources;
+  bool kmsg_carries_kernel = cfg.kernel_source == "kmsg" && cfg.kmsg;
+  if (cfg.journald) {
+    JournaldOptions o;
+    o.directory = cfg.journal_dir;
+    o.files = cfg.journal_files;
+    o.from_head = cfg.journal_from_head;
+    o.include_kernel = !kmsg_carries_kernel;
+    sources.push_back(std::make_unique<JournaldSource>(io, o));
+  }
+  if (kmsg_carries_kernel) {
+    KmsgOptions o;
+    o.path = cfg.kmsg_path;
+    o.boot_id = boot_id;
+    o.boot_time_ns = bootTimeNs();
+    sources.push_back(std::make_unique<KmsgSource>(io, o));
+  }
+  common::ParseOptions parse;
+  parse.boot_id = boot_id;
+  parse.utc_offset_sec = cfg.utc_offset_set ? cfg.utc_offset_s : localUtcOffset();
+  {
+    time_t now = time(nullptr);
+    struct tm tm{};
+    gmtime_r(&now, &tm);
+    parse.default_year = tm.tm_year + 1900;
+  }
+  auto addFile = [&](const std::string& path, common::LogFormat format) {
+    FileOptions o;
+    o.path = path;
+    o.format = format;
+    o.from_start = cfg.files_from_start;
+    o.parse = parse;
+    o.fallback_poll_ms = cfg.file_poll_ms;
+    sources.push_back(std::make_unique<FileSource>(io, o));
+  };
+  if (!cfg.fabricmanager_log.empty()) addFile(cfg.fabricmanager_log, common::LogFormat::kFabricManager);
+  for (const auto& pattern : cfg.file_globs) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i) addFile(g.gl_pathv[i], common::LogFormat::kUnknown);
+    globfree(&g);
+  }
+
+  zmq::context_t zmq_ctx(1);
+  std::unique_ptr<Shipper> shipper;
+  if (!cfg.endpoints.empty()) {
+    ShipperOptions so;
+    so.endpoints = cfg.endpoints;
+    so.agent_id = cfg.agent_id;
+    if (!cfg.curve_secret_key_file.empty()) {
+      so.curve_secret_key = trim(readSmallFile(cfg.curve_secret_key_file, 4096).value_or(""));
+      so.curve_server_key = cfg.curve_server_public_key;
+    }
+    so.ack_timeout_ns = int64_t{cfg.ack_timeout_ms} * 1'000'000;
+    so.max_in_flight = static_cast<size_t>(cfg.max_in_flight);
+    so.critical_first = cfg.critical_first;
+    so.rate_bytes_per_sec = cfg.rate_limit_bytes_per_sec;
+    so.rate_burst_bytes = cfg.rate_burst_bytes;
+    shipper = std::make_unique<Shipper>(io, zmq_ctx, clock, *spool, so, &log);
+    if (!shipper->start(&error)) {
+      std::fprintf(stderr, "faultline-agent: %s\n", error.c_str());
+      return 1;
+    }
+  } else {
+    log.warn("faultline-agent: no endpoints configured: symptoms stay in the spool");
+  }
+
+  AgentOptions ao;
+  ao.agent_id = cfg.agent_id;
+  ao.hostname = cfg.hostname;
+  ao.boot_id = boot_id;
+  ao.aggregate_window_ns = int64_t{cfg.aggregate_window_s} * 1'000'000'000;
+  ao.batch_interval_ms = cfg.batch_interval_ms;
+  ao.heartbeat_interval_ms = cfg.heartbeat_interval_s * 1000;
+  uint64_t watchdog_usec = 0;
+  if (sd_watchdog_enabled(0, &watchdog_usec) > 0) ao.watchdog_interval_ms = static_cast<int>(watchdog_usec / 2000);
+  Notifier notify;
+  if (getenv("NOTIFY_SOCKET")) notify = [](const std::string& s) { sd_notify(0, s.c_str()); };
+
+  Agent agent(io, clock, rules.rules, std::move(sources), *spool, shipper.get(), ao, log, notify);
+
+  boost::asio::signal_set stop_signals(io, SIGTERM, SIGINT);
+  stop_signals.async_wait([&](const boost::system::error_code& e, int) {
+    if (e) return;
+    agent.stop();
+    if (shipper) shipper->stop();
+    io.stop();
+  });
+  boost::asio::signal_set hup(io, SIGHUP);
+  std::function<void()> armHup = [&] {
+    hup.async_wait([&](const boost::system::error_code& e, int) {
+      if (e) return;
+      auto fresh = common::loadRuleDirs(ruleDirs(cfg));
+      if (!fresh.rules) {
+        for (const auto& err : fresh.errors) log.error("faultline-agent: rule reload: {}", err);
+        log.error("faultline-agent: rule reload failed, keeping the old rules");
+      } else {
+        agent.reloadRules(fresh.rules);
+      }
+      armHup();
+    });
+  };
+  armHup();
+
+  agent.start();
+  io.run();
+  return 0;
+}

@@ -1,0 +1,197 @@
+#include "agent/shipper.h"
+
+#include <boost/asio/post.hpp>
+
+#include "agent/log.h"
+#include "agent/protocol.h"
+
+namespace faultline::agent {
+
+Shipper::Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Spool& spool,
+                 ShipperOptions options, Logger* log)
+    : io_(io), zmq_(zmq), clock_(clock), spool_(spool), options_(std::move(options)), log_(log),
+      fd_(io), tick_timer_(io), throttle_timer_(io),
+      bucket_(options_.rate_bytes_per_sec, options_.rate_burst_bytes, clock.steadyNs()) {}
+
+Shipper::~Shipper() { stop(); }
+
+bool Shipper::start(std::string* error) {
+  try {
+    socket_ = std::make_unique<zmq::socket_t>(zmq_, zmq::socket_type::dealer);
+    socket_->set(zmq::sockopt::linger, 0);
+    // Refuse to queue onto a connection that is not up: a send then fails fast (EAGAIN) and the
+    // batch stays in the spool instead of in a queue that a reconnect would drop.
+    socket_->set(zmq::sockopt::immediate, 1);
+    socket_->set(zmq::sockopt::sndhwm, static_cast<int>(options_.max_in_flight) + 16);
+    socket_->set(zmq::sockopt::routing_id, options_.agent_id);
+    socket_->set(zmq::sockopt::reconnect_ivl, 500);
+    socket_->set(zmq::sockopt::reconnect_ivl_max, 30000);
+    if (!options_.curve_server_key.empty()) {
+      std::string pub = options_.curve_public_key;
+      if (pub.empty()) {
+        char derived[41] = {};
+        if (zmq_curve_public(derived, options_.curve_secret_key.c_str()) != 0) {
+          *error = "curve: cannot derive the public key from the secret key";
+          return false;
+        }
+        pub = derived;
+      }
+      socket_->set(zmq::sockopt::curve_serverkey, options_.curve_server_key);
+      socket_->set(zmq::sockopt::curve_publickey, pub);
+      socket_->set(zmq::sockopt::curve_secretkey, options_.curve_secret_key);
+    }
+    for (const auto& ep : options_.endpoints) socket_->connect(ep);
+    int fd = socket_->get(zmq::sockopt::fd);
+    fd_.assign(fd);
+  } catch (const zmq::error_t& e) {
+    *error = std::string("zmq: ") + e.what();
+    socket_.reset();
+    return false;
+  } catch (const boost::system::system_error& e) {
+    *error = std::string("zmq fd: ") + e.what();
+    socket_.reset();
+    return false;
+  }
+  stopped_ = false;
+  armFd();
+  armTick();
+  boost::asio::post(io_, [this] { kick(); });
+  return true;
+}
+
+void Shipper::stop() {
+  stopped_ = true;
+  tick_timer_.cancel();
+  throttle_timer_.cancel();
+  if (fd_.is_open()) {
+    boost::system::error_code ec;
+    fd_.cancel(ec);
+    fd_.release();
+  }
+  socket_.reset();
+}
+
+void Shipper::armFd() {
+  if (stopped_ || waiting_) return;
+  waiting_ = true;
+  fd_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+    waiting_ = false;
+    if (ec || stopped_) return;
+    processIncoming();
+    kick();
+    armFd();
+  });
+}
+
+void Shipper::armTick() {
+  if (stopped_ || options_.tick_ms <= 0) return;
+  tick_timer_.expires_after(std::chrono::milliseconds(options_.tick_ms));
+  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    tick();
+    armTick();
+  });
+}
+
+void Shipper::armThrottle(int64_t wait_ns) {
+  if (throttled_ || stopped_) return;
+  throttled_ = true;
+  ++stats_.throttled;
+  throttle_timer_.expires_after(std::chrono::nanoseconds(wait_ns));
+  throttle_timer_.async_wait([this](const boost::system::error_code& ec) {
+    throttled_ = false;
+    if (ec || stopped_) return;
+    kick();
+  });
+}
+
+bool Shipper::sendFrames(std::string_view type, const std::string& payload) {
+  if (!socket_) return false;
+  try {
+    auto r = socket_->send(zmq::buffer(type), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    if (!r) return false;
+    // ZeroMQ sends multipart messages atomically: the second frame cannot fail once the first
+    // was accepted, short of the context terminating.
+    socket_->send(zmq::buffer(payload), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    if (log_) log_->warn("faultline-agent: zmq send: {}", e.what());
+    return false;
+  }
+  stats_.bytes_sent += payload.size();
+  return true;
+}
+
+void Shipper::kick() {
+  if (stopped_ || !socket_) return;
+  while (in_flight_.size() < options_.max_in_flight) {
+    std::vector<uint64_t> exclude;
+    for (const auto& [seq, t] : in_flight_) exclude.push_back(seq);
+    auto next = spool_.unacked(1, options_.critical_first, exclude);
+    if (next.empty()) break;
+    const auto& b = next.front();
+    int64_t now = clock_.steadyNs();
+    if (!bucket_.tryTake(b.payload.size(), now)) {
+      armThrottle(bucket_.waitNs(b.payload.size(), now));
+      break;
+    }
+    if (!sendFrames(kTypeBatch, b.payload)) break;  // not connected: the tick retries
+    in_flight_[b.sequence] = now;
+    ++stats_.sent;
+  }
+  // Sending consumes the fd's edge: look for acks that arrived meanwhile.
+  processIncoming();
+}
+
+void Shipper::tick() {
+  int64_t now = clock_.steadyNs();
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (now - it->second >= options_.ack_timeout_ns) {
+      ++stats_.resent;
+      it = in_flight_.erase(it);  // picked again by kick()
+    } else {
+      ++it;
+    }
+  }
+  kick();
+}
+
+void Shipper::sendHeartbeat(const std::string& payload) {
+  if (stopped_) return;
+  if (sendFrames(kTypeHeartbeat, payload)) ++stats_.heartbeats;
+  else ++stats_.heartbeats_dropped;
+  processIncoming();
+}
+
+void Shipper::processIncoming() {
+  if (!socket_) return;
+  bool acked = false;
+  try {
+    while (socket_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
+      std::vector<zmq::message_t> frames;
+      while (true) {
+        zmq::message_t m;
+        if (!socket_->recv(m, zmq::recv_flags::dontwait)) break;
+        bool more = m.more();
+        frames.push_back(std::move(m));
+        if (!more) break;
+      }
+      if (frames.size() != 2 || frames[0].to_string_view() != kTypeAck) {
+        ++stats_.bad_messages;
+        continue;
+      }
+      auto ack = decodeAck(frames[1].to_string_view());
+      if (!ack || ack->agent_id != options_.agent_id) {
+        ++stats_.bad_messages;
+        continue;
+      }
+      spool_.ack(ack->sequence);
+      if (in_flight_.erase(ack->sequence)) ++stats_.acked;
+      acked = true;
+    }
+  } catch (const zmq::error_t& e) {
+    if (log_) log_->warn("faultline-agent: zmq receive: {}", e.what());
+  }
+  if (acked) boost::asio::post(io_, [this] { kick(); });
+}
+
+}  // namespace faultline::agent

@@ -1,0 +1,105 @@
+// Ships spooled batches to the aggregator over a ZeroMQ DEALER socket (the aggregator binds a
+// ROUTER) and deletes them from the spool when acknowledged.
+//
+// Delivery: at most `max_in_flight` batches are outstanding; a batch not acknowledged within
+// `ack_timeout_ns` (injected Clock, steady time) is sent again — which covers a reconnect, since
+// ZeroMQ drops the queue of a broken connection and ZMQ_IMMEDIATE refuses to queue while no
+// connection is up. The aggregator deduplicates by (agent id, sequence), so resending is safe.
+// Order: by sequence, or critical severity first when `critical_first`. A token bucket caps the
+// bytes per second. Heartbeats are best effort (dropped when they cannot be queued).
+//
+// Threading: everything runs on the io_context thread; the zmq socket's ZMQ_FD is waited on with
+// a stream_descriptor (edge-triggered: ZMQ_EVENTS is re-checked after every send and receive).
+// The zmq::context_t and Spool must outlive the Shipper. No exception leaves a handler: zmq
+// errors are counted and logged.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "agent/clock.h"
+#include "agent/spool.h"
+#include "agent/token_bucket.h"
+
+namespace faultline::agent {
+
+class Logger;
+
+struct ShipperOptions {
+  std::vector<std::string> endpoints;  // "tcp://aggregator:7400"; DEALER connects to each
+  std::string agent_id;
+  // CurveZMQ: all three set, or all empty (plain TCP, for tests and trusted networks).
+  std::string curve_secret_key;   // Z85, 40 chars: this agent's secret key
+  std::string curve_public_key;   // Z85: this agent's public key (derived when empty)
+  std::string curve_server_key;   // Z85: the aggregator's public key
+  int64_t ack_timeout_ns = 10'000'000'000;
+  size_t max_in_flight = 16;
+  bool critical_first = true;
+  uint64_t rate_bytes_per_sec = 0;  // 0 = unlimited
+  uint64_t rate_burst_bytes = 256 << 10;
+  int tick_ms = 1000;               // resend/timeout check period (real timer)
+};
+
+struct ShipperStats {
+  uint64_t sent = 0;        // batch sends, including resends
+  uint64_t resent = 0;
+  uint64_t acked = 0;
+  uint64_t bytes_sent = 0;  // payload bytes of batches and heartbeats
+  uint64_t heartbeats = 0;
+  uint64_t heartbeats_dropped = 0;
+  uint64_t bad_messages = 0;
+  uint64_t throttled = 0;   // times the rate cap delayed a send
+};
+
+class Shipper {
+ public:
+  Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Spool& spool,
+          ShipperOptions options, Logger* log = nullptr);
+  ~Shipper();
+
+  // Creates the socket, connects, starts waiting. Returns false + error on a bad endpoint/key.
+  bool start(std::string* error);
+  void stop();
+  // New batches are in the spool: send what the window and rate allow.
+  void kick();
+  // Times out unacknowledged sends so they are resent; called by the tick timer and by tests.
+  void tick();
+  void sendHeartbeat(const std::string& payload);
+  // Reads pending acks now (tests call this instead of waiting for the fd).
+  void processIncoming();
+
+  const ShipperStats& stats() const { return stats_; }
+  size_t inFlight() const { return in_flight_.size(); }
+
+ private:
+  void armFd();
+  void armTick();
+  void armThrottle(int64_t wait_ns);
+  bool sendFrames(std::string_view type, const std::string& payload);
+
+  boost::asio::io_context& io_;
+  zmq::context_t& zmq_;
+  const Clock& clock_;
+  Spool& spool_;
+  ShipperOptions options_;
+  Logger* log_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  boost::asio::posix::stream_descriptor fd_;  // ZMQ_FD, owned by the socket: released
+  boost::asio::steady_timer tick_timer_;
+  boost::asio::steady_timer throttle_timer_;
+  bool throttled_ = false;
+  bool waiting_ = false;
+  bool stopped_ = true;
+  TokenBucket bucket_;
+  std::map<uint64_t, int64_t> in_flight_;  // sequence -> steady ns sent
+  ShipperStats stats_;
+};
+
+}  // namespace faultline::agent

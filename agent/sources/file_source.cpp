@@ -1,0 +1,300 @@
+#include "agent/sources/file_source.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace faultline::agent {
+
+namespace {
+
+std::string parentDir(const std::string& path) {
+  auto p = std::filesystem::path(path).parent_path().string();
+  return p.empty() ? "." : p;
+}
+
+// Finds the file in `dir` with this (dev, inode): where a rotated log went.
+std::string findByInode(const std::string& dir, uint64_t dev, uint64_t ino) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return "";
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_ino != ino) continue;
+    std::string p = dir + "/" + e->d_name;
+    struct stat st{};
+    if (::stat(p.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino && S_ISREG(st.st_mode)) {
+      found = p;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+}  // namespace
+
+FileSource::FileSource(boost::asio::io_context& io, FileOptions options)
+    : io_(io), options_(std::move(options)), format_(options_.format), inotify_(io), timer_(io) {
+  health_.name = options_.path;
+}
+
+FileSource::~FileSource() {
+  stop();
+  closeFile();
+}
+
+void FileSource::makeParser() {
+  if (parser_) parser_skipped_base_ += parser_->report().skipped;
+  parser_ = common::makeStreamParser(format_, options_.parse, [this](common::LogRecord&& r) {
+    ++health_.records;
+    handler_(std::move(r), common::sourceKindOf(format_));
+  });
+  parser_dirty_ = false;
+}
+
+void FileSource::closeFile() {
+  if (file_.fd >= 0) ::close(file_.fd);
+  file_ = Open{};
+}
+
+bool FileSource::openPath(uint64_t offset) {
+  int fd = ::open(options_.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    health_.status = "error";
+    health_.reason = options_.path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st{};
+  ::fstat(fd, &st);
+  closeFile();
+  file_.fd = fd;
+  file_.dev = st.st_dev;
+  file_.ino = st.st_ino;
+  file_.offset = std::min<uint64_t>(offset, static_cast<uint64_t>(st.st_size));
+  ensureParser();
+  health_.status = "ok";
+  health_.reason.clear();
+  return true;
+}
+
+void FileSource::start(const std::string& checkpoint, RecordHandler handler) {
+  handler_ = std::move(handler);
+  stopped_ = false;
+  uint64_t dev = 0, ino = 0, offset = 0;
+  bool have_cp = std::sscanf(checkpoint.c_str(), "%lu %lu %lu", &dev, &ino, &offset) == 3;
+  struct stat st{};
+  bool exists = ::stat(options_.path.c_str(), &st) == 0;
+  if (have_cp && exists && (st.st_dev != dev || st.st_ino != ino)) {
+    // Rotated while we were down: finish the old file first when it is still around.
+    std::string old = findByInode(parentDir(options_.path), dev, ino);
+    if (!old.empty()) {
+      int fd = ::open(old.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        file_ = Open{fd, dev, ino, offset};
+        ensureParser();
+        while (readSome(options_.max_bytes_per_slice) > 0) {
+        }
+        endOfFile();
+        closeFile();
+      }
+    }
+    offset = 0;
+  } else if (have_cp && exists) {
+    if (static_cast<uint64_t>(st.st_size) < offset) offset = 0;  // truncated while we were down
+  } else if (exists) {
+    offset = options_.from_start ? 0 : static_cast<uint64_t>(st.st_size);
+  }
+  if (exists) openPath(offset);
+  else {
+    health_.status = "error";
+    health_.reason = options_.path + ": " + std::strerror(ENOENT);
+  }
+  armInotify();
+  armTimer();
+  boost::asio::post(io_, [this] { onWake(); });
+}
+
+void FileSource::stop() {
+  stopped_ = true;
+  boost::system::error_code ec;
+  timer_.cancel();
+  if (inotify_.is_open()) inotify_.close(ec);
+}
+
+void FileSource::armInotify() {
+  if (!inotify_.is_open()) {
+    int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) return;  // the fallback timer still polls
+    if (::inotify_add_watch(fd, parentDir(options_.path).c_str(),
+                            IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                                IN_CLOSE_WRITE | IN_ATTRIB) < 0) {
+      ::close(fd);
+      return;
+    }
+    boost::system::error_code ec;
+    inotify_.assign(fd, ec);
+    if (ec) return;
+  }
+  inotify_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [this](const boost::system::error_code& ec) {
+                        if (ec || stopped_) return;
+                        // Any event in the directory means "look again"; which file is decided by
+                        // stat, not by the event.
+                        while (::read(inotify_.native_handle(), inotify_buf_, sizeof inotify_buf_) > 0) {
+                        }
+                        onWake();
+                        armInotify();
+                      });
+}
+
+void FileSource::armTimer() {
+  if (options_.fallback_poll_ms <= 0 || stopped_) return;
+  timer_.expires_after(std::chrono::milliseconds(options_.fallback_poll_ms));
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    onWake();
+    armTimer();
+  });
+}
+
+void FileSource::onWake() {
+  if (stopped_) return;
+  if (poll()) boost::asio::post(io_, [this] { onWake(); });
+}
+
+size_t FileSource::readSome(size_t budget) {
+  if (file_.fd < 0 || !parser_) return 0;
+  char buf[64 << 10];
+  size_t total = 0;
+  while (total < budget) {
+    ssize_t n = ::pread(file_.fd, buf, sizeof buf, static_cast<off_t>(file_.offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      health_.status = "error";
+      health_.reason = options_.path + ": read: " + std::strerror(errno);
+      break;
+    }
+    if (n == 0) break;
+    file_.offset += static_cast<uint64_t>(n);
+    total += static_cast<size_t>(n);
+    feedLines(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  return total;
+}
+
+void FileSource::feedLines(std::string_view bytes) {
+  if (!parser_) return;
+  while (!bytes.empty()) {
+    size_t nl = bytes.find('\n');
+    if (discarding_) {
+      if (nl == std::string_view::npos) return;
+      discarding_ = false;
+      bytes.remove_prefix(nl + 1);
+      continue;
+    }
+    if (nl == std::string_view::npos) {
+      partial_.append(bytes);
+      if (partial_.size() > options_.parse.max_line_bytes) {
+        ++health_.skipped;  // an over-long line is dropped, never buffered whole
+        partial_.clear();
+        discarding_ = true;
+      }
+      return;
+    }
+    if (!partial_.empty()) {
+      partial_.append(bytes.substr(0, nl + 1));
+      if (partial_.size() > options_.parse.max_line_bytes + 1) ++health_.skipped;
+      else parser_->feed(partial_);
+      partial_.clear();
+      bytes.remove_prefix(nl + 1);
+    } else {
+      // Feed every complete line at once.
+      size_t last = bytes.rfind('\n');
+      parser_->feed(bytes.substr(0, last + 1));
+      bytes.remove_prefix(last + 1);
+    }
+    parser_dirty_ = true;
+  }
+}
+
+void FileSource::endOfFile() {
+  if (!parser_) return;
+  if (!partial_.empty() && !discarding_) parser_->feed(partial_);  // a final line without '\n'
+  partial_.clear();
+  discarding_ = false;
+  parser_->finish();
+  makeParser();
+}
+
+void FileSource::flush() {
+  if (parser_ && parser_dirty_) {
+    parser_->finish();
+    makeParser();
+  }
+}
+
+void FileSource::ensureParser() {
+  if (parser_ || file_.fd < 0) return;
+  if (format_ == common::LogFormat::kUnknown) {
+    // Detect from the head of the file; an empty file waits for its first bytes.
+    std::string head(64 << 10, '\0');
+    ssize_t n = ::pread(file_.fd, head.data(), head.size(), 0);
+    if (n <= 0) return;
+    head.resize(static_cast<size_t>(n));
+    format_ = common::detectFormat(head);
+  }
+  health_.format = std::string(common::formatName(format_));
+  makeParser();
+}
+
+SourceHealth FileSource::health() const {
+  SourceHealth h = health_;
+  h.skipped += parser_skipped_base_ + (parser_ ? parser_->report().skipped : 0);
+  return h;
+}
+
+bool FileSource::poll() {
+  if (file_.fd < 0) {
+    struct stat st{};
+    if (::stat(options_.path.c_str(), &st) != 0) return false;
+    if (!openPath(0)) return false;
+  }
+  ensureParser();
+  if (!parser_) return false;
+  size_t n = readSome(options_.max_bytes_per_slice);
+  if (n >= options_.max_bytes_per_slice) return true;
+  // At EOF of the open file: has the path moved on to another file, or been truncated?
+  struct stat st{};
+  if (::stat(options_.path.c_str(), &st) != 0) return false;  // renamed away, not yet recreated
+  if (static_cast<uint64_t>(st.st_dev) != file_.dev || static_cast<uint64_t>(st.st_ino) != file_.ino) {
+    while (readSome(options_.max_bytes_per_slice) > 0) {  // the rest written before the rename
+    }
+    endOfFile();
+    openPath(0);
+    return true;
+  }
+  struct stat fst{};
+  if (::fstat(file_.fd, &fst) == 0 && static_cast<uint64_t>(fst.st_size) < file_.offset) {
+    endOfFile();  // copytruncate: what was partial before the cut is final
+    file_.offset = 0;
+    return true;
+  }
+  return false;
+}
+
+std::string FileSource::checkpoint() const {
+  if (file_.fd < 0) return "";
+  // A line boundary: the partial line (or the over-long one being dropped) is re-read.
+  uint64_t off = file_.offset - partial_.size();
+  if (discarding_) off = file_.offset;
+  return std::to_string(file_.dev) + " " + std::to_string(file_.ino) + " " + std::to_string(off);
+}
+
+}  // namespace faultline::agent

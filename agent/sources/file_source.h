@@ -1,0 +1,82 @@
+// A text log file followed like `tail -F`: the Fabric Manager log or an application log.
+//
+// Bytes are split into complete lines here and fed to the format's common::StreamParser; a
+// partial last line waits for its newline (or for rotation, when it is final). The checkpoint is
+// "<dev> <inode> <offset>" with offset at a line boundary. Rotation is detected by rename (the
+// path names another inode: the rest of the old file is read first, then the new one from 0) and
+// by truncation (copytruncate: size below the offset, restart at 0). On restart with a checkpoint
+// whose inode is no longer at the path, the rotated file is looked up by inode in the same
+// directory and its remainder is read first. Lines over max_line_bytes are dropped (counted),
+// never buffered whole. Woken by inotify on the parent directory plus a slow fallback poll.
+// Single-threaded (io_context thread); stop the io_context before destroying a started source.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+
+#include "agent/sources/source.h"
+#include "common/parse/stream_parser.h"
+
+namespace faultline::agent {
+
+struct FileOptions {
+  std::string path;
+  common::LogFormat format = common::LogFormat::kUnknown;  // kUnknown: detect from the head
+  bool from_start = false;     // without a checkpoint: read the existing content (else: new only)
+  common::ParseOptions parse;  // utc_offset_sec for Fabric Manager's local time, line limits
+  size_t max_bytes_per_slice = 1 << 20;
+  int fallback_poll_ms = 10'000;  // 0: inotify only
+};
+
+class FileSource final : public Source {
+ public:
+  FileSource(boost::asio::io_context& io, FileOptions options);
+  ~FileSource() override;
+
+  const std::string& name() const override { return options_.path; }
+  void start(const std::string& checkpoint, RecordHandler handler) override;
+  void stop() override;
+  bool poll() override;
+  void flush() override;
+  std::string checkpoint() const override;
+  SourceHealth health() const override;
+
+ private:
+  struct Open {
+    int fd = -1;
+    uint64_t dev = 0, ino = 0;
+    uint64_t offset = 0;  // bytes read from fd
+  };
+  bool openPath(uint64_t offset);
+  void closeFile();
+  // Reads up to `budget` bytes from the open file; returns bytes read (0 at EOF).
+  size_t readSome(size_t budget);
+  void feedLines(std::string_view bytes);
+  void endOfFile();  // the open file is final: flush its partial line and the parser
+  void makeParser();
+  void ensureParser();  // detects the format from the head when needed
+  void armInotify();
+  void armTimer();
+  void onWake();
+
+  boost::asio::io_context& io_;
+  FileOptions options_;
+  common::LogFormat format_;
+  RecordHandler handler_;
+  SourceHealth health_;
+  Open file_;
+  std::string partial_;         // bytes after the last '\n'
+  bool discarding_ = false;     // inside an over-long line: drop bytes up to the next '\n'
+  bool parser_dirty_ = false;
+  std::unique_ptr<common::StreamParser> parser_;
+  uint64_t parser_skipped_base_ = 0;
+  boost::asio::posix::stream_descriptor inotify_;
+  boost::asio::steady_timer timer_;
+  char inotify_buf_[4096];
+  bool stopped_ = true;
+};
+
+}  // namespace faultline::agent

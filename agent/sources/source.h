@@ -1,0 +1,53 @@
+// One interface for every log source the agent follows (journald, /dev/kmsg, files).
+//
+// A source reads, it does not interpret: it turns bytes/entries into common::LogRecord and hands
+// them to the RecordHandler synchronously, on the io_context thread that runs it. Sources are
+// driven by fd readiness on that io_context (sd_journal_get_fd, the kmsg fd, inotify) and never
+// block it for long: work is sliced and re-posted.
+//
+// Checkpoints are opaque strings owned by the source. checkpoint() describes the position just
+// after the last record handed to the handler (after flush(), nothing is held back), so the agent
+// can persist it in the same transaction as the symptoms those records produced. Failures never
+// throw: they show in health() and processing goes on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/log_record.h"
+
+namespace faultline::agent {
+
+struct SourceHealth {
+  std::string name;             // "journal", "kmsg", or the file path
+  std::string format;           // common::formatName of what it reads
+  std::string status = "ok";    // ok | error | partial
+  std::string reason;           // why, when not ok
+  uint64_t records = 0;         // records delivered since start
+  uint64_t skipped = 0;         // unparsable / filtered out
+  uint64_t lost = 0;            // known lost (kmsg ring-buffer overrun)
+  int64_t lag_ns = 0;           // age of the newest record delivered when it was read (0 unknown)
+};
+
+using RecordHandler = std::function<void(common::LogRecord&& record, common::SourceKind kind)>;
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Stable key of this source's checkpoint in the spool.
+  virtual const std::string& name() const = 0;
+  // Opens the source positioned just after `checkpoint` ("" = the configured start policy) and
+  // starts waiting for data. Records reach `handler` from io_context handlers and from poll().
+  virtual void start(const std::string& checkpoint, RecordHandler handler) = 0;
+  // Cancels waits and closes the source; no handler runs afterwards.
+  virtual void stop() = 0;
+  // Reads whatever is available now, up to a slice; true when more is left to read.
+  virtual bool poll() = 0;
+  // Emits records held back by a multi-line parser so checkpoint() covers all delivered input.
+  virtual void flush() = 0;
+  virtual std::string checkpoint() const = 0;
+  virtual SourceHealth health() const = 0;
+};
+
+}  // namespace faultline::agent

@@ -1,0 +1,280 @@
+#include "agent/spool.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace faultline::agent {
+
+namespace {
+
+// RAII for a prepared statement; bound parameters only.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return s_; }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bindBlob(int i, const std::string& v) { sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  int step() { return sqlite3_step(s_); }
+  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
+  std::string text(int c) {
+    auto p = static_cast<const char*>(sqlite3_column_blob(s_, c));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string();
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_;
+};
+
+// Numbered migrations; PRAGMA user_version counts the applied ones.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE batches(
+  seq INTEGER PRIMARY KEY,
+  max_severity INTEGER NOT NULL,
+  symptoms INTEGER NOT NULL,
+  payload BLOB NOT NULL);
+CREATE INDEX batches_by_severity ON batches(max_severity DESC, seq);
+CREATE TABLE checkpoints(source TEXT PRIMARY KEY, position TEXT NOT NULL);
+CREATE TABLE open_groups(id INTEGER PRIMARY KEY CHECK (id = 1), payload BLOB NOT NULL);
+CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO counters VALUES ('next_seq', 1), ('dropped_symptoms', 0), ('dropped_batches', 0);
+)sql",
+};
+
+}  // namespace
+
+std::unique_ptr<Spool> Spool::open(const std::string& path, SpoolOptions options, std::string* error,
+                                   std::string* note) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    std::unique_ptr<Spool> spool;
+    std::string why;
+    if (rc == SQLITE_OK) {
+      spool.reset(new Spool(db, options));
+      sqlite3_busy_timeout(db, 200);
+      if (spool->exec("PRAGMA journal_mode=WAL", &why) &&
+          spool->exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", &why) &&
+          spool->exec("PRAGMA quick_check", &why) && spool->migrate(&why))
+        return spool;
+    } else {
+      why = db ? sqlite3_errmsg(db) : "sqlite3_open failed";
+      sqlite3_close(db);
+    }
+    spool.reset();
+    if (attempt == 1 || path == ":memory:") {
+      *error = path + ": " + why;
+      return nullptr;
+    }
+    // Unreadable spool: keep it for a post-mortem, start empty. What it held is lost; the
+    // sources restart from their configured start policy.
+    std::string aside;
+    for (int n = 1;; ++n) {
+      aside = path + ".corrupt-" + std::to_string(n);
+      if (!std::filesystem::exists(aside)) break;
+    }
+    std::error_code ec;
+    std::filesystem::rename(path, aside, ec);
+    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
+    if (note) *note = path + ": " + why + "; moved aside to " + aside;
+  }
+  return nullptr;
+}
+
+Spool::~Spool() { sqlite3_close(db_); }
+
+bool Spool::exec(const char* sql, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    *error = msg ? msg : sqlite3_errmsg(db_);
+    sqlite3_free(msg);
+    return false;
+  }
+  // quick_check reports problems as rows, not as an error code.
+  if (std::string_view(sql) == "PRAGMA quick_check") {
+    Stmt s(db_, "PRAGMA quick_check");
+    if (s.ok() && s.step() == SQLITE_ROW && s.text(0) != "ok") {
+      *error = "quick_check: " + s.text(0);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Spool::migrate(std::string* error) {
+  Stmt v(db_, "PRAGMA user_version");
+  if (!v.ok() || v.step() != SQLITE_ROW) {
+    *error = sqlite3_errmsg(db_);
+    return false;
+  }
+  int64_t version = v.i64(0);
+  const int64_t target = static_cast<int64_t>(std::size(kMigrations));
+  if (version > target) {
+    *error = "spool schema version " + std::to_string(version) + " is newer than this agent";
+    return false;
+  }
+  for (int64_t i = version; i < target; ++i) {
+    if (!exec("BEGIN IMMEDIATE", error)) return false;
+    std::string pragma = "PRAGMA user_version=" + std::to_string(i + 1);
+    if (!exec(kMigrations[i], error) || !exec(pragma.c_str(), error)) {
+      std::string ignored;
+      exec("ROLLBACK", &ignored);
+      return false;
+    }
+    if (!exec("COMMIT", error)) return false;
+  }
+  return true;
+}
+
+int64_t Spool::counter(const char* name) const {
+  Stmt s(db_, "SELECT value FROM counters WHERE name = ?1");
+  s.bind(1, std::string(name));
+  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+}
+
+bool Spool::setCounter(const char* name, int64_t value, std::string* error) {
+  Stmt s(db_, "INSERT INTO counters(name, value) VALUES (?1, ?2) "
+              "ON CONFLICT(name) DO UPDATE SET value = excluded.value");
+  s.bind(1, std::string(name));
+  s.bind(2, value);
+  if (s.step() != SQLITE_DONE) {
+    *error = sqlite3_errmsg(db_);
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<uint64_t>> Spool::commit(const SpoolCommit& c, std::string* error) {
+  if (!exec("BEGIN IMMEDIATE", error)) return std::nullopt;
+  std::vector<uint64_t> seqs;
+  auto fail = [&](const std::string& why) -> std::optional<std::vector<uint64_t>> {
+    *error = why;
+    std::string ignored;
+    exec("ROLLBACK", &ignored);
+    return std::nullopt;
+  };
+  int64_t next = counter("next_seq");
+  for (const auto& b : c.batches) {
+    common::SymptomBatchData data = b;
+    data.header.sequence = static_cast<uint64_t>(next);
+    common::Severity max = common::Severity::kInfo;
+    for (const auto& s : data.symptoms) max = std::max(max, s.severity);
+    Stmt ins(db_, "INSERT INTO batches(seq, max_severity, symptoms, payload) VALUES (?1, ?2, ?3, ?4)");
+    ins.bind(1, next);
+    ins.bind(2, static_cast<int64_t>(max));
+    ins.bind(3, static_cast<int64_t>(data.symptoms.size()));
+    ins.bindBlob(4, common::encodeBatch(data));
+    if (ins.step() != SQLITE_DONE) return fail(sqlite3_errmsg(db_));
+    seqs.push_back(static_cast<uint64_t>(next));
+    ++next;
+  }
+  if (!setCounter("next_seq", next, error)) return fail(*error);
+  {
+    common::SymptomBatchData groups;
+    groups.symptoms = c.open_groups;
+    Stmt s(db_, "INSERT INTO open_groups(id, payload) VALUES (1, ?1) "
+                "ON CONFLICT(id) DO UPDATE SET payload = excluded.payload");
+    s.bindBlob(1, common::encodeBatch(groups));
+    if (s.step() != SQLITE_DONE) return fail(sqlite3_errmsg(db_));
+  }
+  for (const auto& [source, position] : c.checkpoints) {
+    Stmt s(db_, "INSERT INTO checkpoints(source, position) VALUES (?1, ?2) "
+                "ON CONFLICT(source) DO UPDATE SET position = excluded.position");
+    s.bind(1, source);
+    s.bind(2, position);
+    if (s.step() != SQLITE_DONE) return fail(sqlite3_errmsg(db_));
+  }
+  if (!enforceBound(error)) return fail(*error);
+  if (!exec("COMMIT", error)) return fail(*error);
+  return seqs;
+}
+
+bool Spool::enforceBound(std::string* error) {
+  Stmt total(db_, "SELECT COALESCE(SUM(length(payload)), 0) FROM batches");
+  if (total.step() != SQLITE_ROW) {
+    *error = sqlite3_errmsg(db_);
+    return false;
+  }
+  int64_t bytes = total.i64(0);
+  if (bytes <= static_cast<int64_t>(options_.max_bytes)) return true;
+  int64_t dropped_symptoms = 0, dropped_batches = 0;
+  std::vector<int64_t> victims;
+  {
+    Stmt s(db_, "SELECT seq, symptoms, length(payload) FROM batches ORDER BY max_severity ASC, seq ASC");
+    while (bytes > static_cast<int64_t>(options_.max_bytes) && s.step() == SQLITE_ROW) {
+      victims.push_back(s.i64(0));
+      dropped_symptoms += s.i64(1);
+      bytes -= s.i64(2);
+      ++dropped_batches;
+    }
+  }
+  for (int64_t seq : victims) {
+    Stmt d(db_, "DELETE FROM batches WHERE seq = ?1");
+    d.bind(1, seq);
+    if (d.step() != SQLITE_DONE) {
+      *error = sqlite3_errmsg(db_);
+      return false;
+    }
+  }
+  return setCounter("dropped_symptoms", counter("dropped_symptoms") + dropped_symptoms, error) &&
+         setCounter("dropped_batches", counter("dropped_batches") + dropped_batches, error);
+}
+
+std::map<std::string, std::string> Spool::checkpoints() const {
+  std::map<std::string, std::string> out;
+  Stmt s(db_, "SELECT source, position FROM checkpoints");
+  while (s.step() == SQLITE_ROW) out[s.text(0)] = s.text(1);
+  return out;
+}
+
+std::vector<common::Symptom> Spool::openGroups() const {
+  Stmt s(db_, "SELECT payload FROM open_groups WHERE id = 1");
+  if (s.step() != SQLITE_ROW) return {};
+  std::string payload = s.text(0);
+  std::string reason;
+  auto decoded = common::decodeBatch(payload.data(), payload.size(), &reason);
+  if (!decoded) return {};
+  return std::move(decoded->symptoms);
+}
+
+std::vector<SpooledBatch> Spool::unacked(size_t limit, bool by_severity,
+                                         const std::vector<uint64_t>& exclude) const {
+  std::vector<SpooledBatch> out;
+  Stmt s(db_, by_severity
+                  ? "SELECT seq, max_severity, symptoms, payload FROM batches ORDER BY max_severity DESC, seq ASC"
+                  : "SELECT seq, max_severity, symptoms, payload FROM batches ORDER BY seq ASC");
+  while (out.size() < limit && s.step() == SQLITE_ROW) {
+    auto seq = static_cast<uint64_t>(s.i64(0));
+    if (std::find(exclude.begin(), exclude.end(), seq) != exclude.end()) continue;
+    out.push_back({seq, static_cast<common::Severity>(s.i64(1)), static_cast<uint32_t>(s.i64(2)), s.text(3)});
+  }
+  return out;
+}
+
+bool Spool::ack(uint64_t sequence) {
+  Stmt d(db_, "DELETE FROM batches WHERE seq = ?1");
+  d.bind(1, static_cast<int64_t>(sequence));
+  return d.step() == SQLITE_DONE;
+}
+
+SpoolStats Spool::stats() const {
+  SpoolStats st;
+  Stmt s(db_, "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM batches");
+  if (s.step() == SQLITE_ROW) {
+    st.batches = static_cast<uint64_t>(s.i64(0));
+    st.bytes = static_cast<uint64_t>(s.i64(1));
+  }
+  st.dropped_symptoms = static_cast<uint64_t>(counter("dropped_symptoms"));
+  st.dropped_batches = static_cast<uint64_t>(counter("dropped_batches"));
+  st.next_sequence = static_cast<uint64_t>(counter("next_seq"));
+  return st;
+}
+
+}  // namespace faultline::agent
