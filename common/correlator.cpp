@@ -35,6 +35,7 @@ Cause causeOf(const Symptom& s, const RuleSet* rules) {
   c.time_known = s.time_known;
   c.evidence = s.evidence.empty() ? "" : s.evidence.front();
   c.sub_domain = s.sub_domain;
+  c.fields = s.fields;
   if (rules)
     if (const Rule* r = rules->find(s.rule_id)) c.action = r->action;
   return c;

@@ -16,7 +16,8 @@ json causeJson(const Cause& c) {
   return json{{"rule_id", c.rule_id},   {"symptom", c.symptom}, {"category", c.category},
               {"summary", c.summary},   {"node", c.node},       {"device", c.device},
               {"time", timeJson(c.time_ns, c.time_known)},      {"evidence", c.evidence},
-              {"sub_domain", subDomainName(c.sub_domain)},      {"action", c.action}};
+              {"sub_domain", subDomainName(c.sub_domain)},      {"action", c.action},
+              {"fields", c.fields}};
 }
 
 Cause causeFrom(const json& j) {
@@ -36,6 +37,9 @@ Cause causeFrom(const json& j) {
   c.evidence = j.value("evidence", "");
   c.sub_domain = parseSubDomain(j.value("sub_domain", "none")).value_or(SubDomain::kNone);
   c.action = j.value("action", "");
+  if (j.contains("fields") && j["fields"].is_object())
+    for (const auto& [k, v] : j["fields"].items())
+      if (v.is_string()) c.fields[k] = v.get<std::string>();
   return c;
 }
 
@@ -155,6 +159,13 @@ std::string renderReport(const Diagnosis& d) {
     add(fmt::format("cause:       {} [{}]", c.summary.empty() ? c.symptom : c.summary, c.rule_id));
     add(fmt::format("             at {} on {}", c.time_known ? formatTimeNs(c.time_ns) : "unknown time",
                     c.node.empty() ? "?" : c.node));
+    auto f = [&](const char* k) {
+      auto it = c.fields.find(k);
+      return it == c.fields.end() ? std::string() : it->second;
+    };
+    if (!f("gpu_index").empty())
+      add(fmt::format("gpu:         index {}{}{}", f("gpu_index"), f("gpu_uuid").empty() ? "" : " " + f("gpu_uuid"),
+                      f("local_ranks").empty() ? "" : ", local ranks " + f("local_ranks")));
     add(fmt::format("evidence:    {}", c.evidence.substr(0, c.evidence.find('\n'))));
   }
   for (const auto& c : d.candidates)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct Cause {
   std::string evidence;
   SubDomain sub_domain = SubDomain::kNone;
   std::string action;
+  // Named captures and inventory facts of the cause's symptom (xid, pci, gpu_index, gpu_uuid,
+  // local_ranks, rank, status ...).
+  std::map<std::string, std::string> fields;
 };
 
 struct ChainEntry {

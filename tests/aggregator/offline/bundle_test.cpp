@@ -112,6 +112,10 @@ TEST_CASE("garbage, oversized and truncated files are reported and lose nothing 
   REQUIRE(d->cause);
   CHECK(d->cause->rule_id == "xid.48");
   CHECK(d->cause->node == "n2");
+  // The GPU inventory names the GPU behind the Xid's PCI bus id.
+  CHECK(d->cause->fields["gpu_index"] == "5");
+  CHECK(d->cause->fields["gpu_uuid"] == "GPU-abc");
+  CHECK(d->cause->fields["xid"] == "48");
   // 09:50:00 + 1500 s
   CHECK(common::formatTimeNs(d->cause->time_ns) == "2024-06-01T10:15:00.000Z");
   std::map<std::string, common::CoverageEntry> cov;
