@@ -310,22 +310,19 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     d.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node.",
                                 anchor->s.symptom, suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
   } else {
-    double conf = 0.9;
     std::map<std::string, std::string> device_of;
     device_of[anchor->s.node] = anchor->s.device;
     for (Item* r : same) device_of.emplace(r->s.node, r->s.device);
-    d.responsible.push_back({anchor->s.node, anchor->s.device, conf});
+    d.responsible.push_back({anchor->s.node, anchor->s.device, 0.9});
     for (const auto& n : suspect_nodes)
-      if (n != anchor->s.node) d.responsible.push_back({n, device_of[n], conf * 0.8});
-    d.explanation = fmt::format("{}{} on {} is the earliest root symptom; {}.",
-                                fallback ? "No root symptom was found; the earliest telling symptom, " : "",
+      if (n != anchor->s.node) d.responsible.push_back({n, device_of[n], 0.7});
+    d.explanation = fmt::format("{} on {} is the earliest root symptom; the rest of the chain follows from it.",
                                 anchor->s.summary.empty() ? anchor->s.symptom : anchor->s.summary,
-                                joinNodes(d.responsible),
-                                fallback ? "confidence is low" : "the rest of the chain follows from it");
+                                joinNodes(d.responsible));
   }
-  if (anchor->s.node.empty()) d.responsible.erase(
-      std::remove_if(d.responsible.begin(), d.responsible.end(), [](const ResponsibleNode& r) { return r.node.empty(); }),
-      d.responsible.end());
+  d.responsible.erase(std::remove_if(d.responsible.begin(), d.responsible.end(),
+                                     [](const ResponsibleNode& r) { return r.node.empty(); }),
+                      d.responsible.end());
   if (fallback) anchor->eff = Role::kRoot;
   d.chain = buildChain(items);
   return d;
