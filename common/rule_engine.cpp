@@ -78,11 +78,14 @@ RuleEngine::~RuleEngine() = default;
 const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
                               std::map<std::string, std::string>* captures) const {
   if (by_literal_.empty()) return nullptr;
-  std::vector<int> hits;
+  // Scratch buffers reused across calls on this thread: this runs once per log record.
+  thread_local std::vector<int> hits;
+  thread_local std::vector<size_t> candidates;
+  hits.clear();
+  candidates.clear();
   if (!prefilter_->set.Match(re2::StringPiece(text.data(), text.size()), &hits)) return nullptr;
   const auto& rs = rules_->rules;
   // Merge candidate lists (usually one or two short lists) in evaluation order.
-  std::vector<size_t> candidates;
   for (int h : hits) candidates.insert(candidates.end(), by_literal_[h].begin(), by_literal_[h].end());
   std::sort(candidates.begin(), candidates.end(),
             [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
