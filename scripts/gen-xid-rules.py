@@ -32,8 +32,10 @@ role:
   * cascade: 43 (channel stopped — follows an app fault or a GPU loss), 145 (NVLink5 RLW, a
     follow-on of 149), 171/172 (details attached to Xid 48); these carry fallback_root so a
     lone one still anchors a low-confidence verdict;
-  * teardown: 45 (preemptive cleanup after earlier errors), fallback_root (alone it points at
-    Fabric Manager, NVIDIA: "Solo: RESTART_FM").
+  * teardown: 45 (preemptive cleanup after earlier errors). No fallback_root: the driver logs
+    it whenever a process holding GPU contexts is killed, which is how every rank of a failed
+    job ends, so alone it cannot tell a fault from the teardown (NVIDIA's "Solo: RESTART_FM"
+    stays in the action text).
   Brief-mandated roots regardless of IGNORE: 92 (high SBE rate, warning) and 121 (C2C).
 severity:
   * critical: NVSentinel FATAL and the immediate action needs a GPU reset / reboot / workflow
@@ -87,7 +89,7 @@ OVERRIDES = {
                      "always a consequence of an earlier error (Xid 13/31 in the application, "
                      "or a lost GPU); the GPU itself remains usable."),
     45: dict(symptom="gpu_preemptive_cleanup", sub_domain="system_software", role="teardown",
-             severity="info", category="gpu", fallback_root=True, detail="Ch 00000010",
+             severity="info", category="gpu", detail="Ch 00000010",
              meaning="The driver is tearing down GPU contexts because of earlier errors (or "
                      "because the process was killed). Noise of the teardown; when it is the "
                      "only Xid, NVIDIA suggests restarting Fabric Manager."),
