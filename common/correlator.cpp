@@ -123,7 +123,17 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     // The driver says so itself: "(caused by previous Xid 79)".
     if (eff == Role::kRoot && !s.field("prev_xid").empty()) eff = Role::kCascade;
     if (!inWindow(s, job, o, eff)) continue;
-    if (!job_nodes.empty() && !s.node.empty() && !job_nodes.count(s.node)) continue;
+    if (!job_nodes.empty() && !s.node.empty() && !job_nodes.count(s.node)) {
+      // Logs name hosts by FQDN or short name as they please: "gpu-a01.cluster" is gpu-a01.
+      std::string short_name = s.node.substr(0, s.node.find('.'));
+      auto it = std::find_if(job.nodes.begin(), job.nodes.end(), [&](const std::string& n) {
+        return n == short_name || n.substr(0, n.find('.')) == short_name;
+      });
+      if (it == job.nodes.end()) continue;
+      s.node = *it;
+    }
+    // A single-node job: evidence without a node (a rank log without rank prefixes) is its.
+    if (s.node.empty() && job.nodes.size() == 1) s.node = job.nodes.front();
     items.push_back({std::move(s), eff});
   }
   std::stable_sort(items.begin(), items.end(), earlier);

@@ -309,6 +309,23 @@ std::optional<JobInfo> parseSacctJson(std::string_view text, std::string_view jo
     job.nodes = *hosts;
   }
   if (s.contains("tasks_per_node")) job.ntasks_per_node = static_cast<int>(sacctNumber(s["tasks_per_node"]).value_or(0));
+  // Slurm 23+: the job's main step says how many tasks ran on how many nodes; with the default
+  // block distribution that gives the rank layout.
+  if (job.ntasks_per_node <= 0 && s.contains("steps") && s["steps"].is_array()) {
+    for (const auto& step : s["steps"]) {
+      if (!step.is_object() || !step.contains("tasks") || !step.contains("nodes")) continue;
+      std::string name = step.contains("step") && step["step"].is_object() ? step["step"].value("name", "") : "";
+      if (name == "batch" || name == "extern") continue;
+      const json& t = step["tasks"];
+      const json& n = step["nodes"];
+      int64_t tasks = t.is_object() && t.contains("count") ? sacctNumber(t["count"]).value_or(0) : 0;
+      int64_t nodes = n.is_object() && n.contains("count") ? sacctNumber(n["count"]).value_or(0) : 0;
+      if (tasks > 0 && nodes > 0 && tasks % nodes == 0 && static_cast<size_t>(nodes) == job.nodes.size()) {
+        job.ntasks_per_node = static_cast<int>(tasks / nodes);
+        break;
+      }
+    }
+  }
   deriveRanks(job);
   return job;
 }

@@ -183,3 +183,21 @@ TEST_CASE("application failure: first failing rank's node, or none when all fail
   CHECK(d.sub_domain == SubDomain::kApplication);
   CHECK(d.responsible.empty());
 }
+
+TEST_CASE("host names match the job's nodes by short name; single-node jobs own unplaced evidence", "[correlator]") {
+  Symptom fqdn = sym("xid.79", "n2.cluster.example", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical);
+  auto d = correlate(job("FAILED"), {fqdn}, nullptr);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  Symptom unplaced = sym("python.exception", "", SubDomain::kApplication, Role::kRoot, 10);
+  d = correlate(job("FAILED", 1), {unplaced}, nullptr);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n1"});
+}
+
+TEST_CASE("a peer that went away, alone, names no cause", "[correlator]") {
+  std::vector<Symptom> s{sym("nccl.remote_error", "n1", SubDomain::kNetwork, Role::kCascade, 10),
+                         sym("xid.45", "n2", SubDomain::kSystemSoftware, Role::kTeardown, 12)};
+  auto d = correlate(job("FAILED"), s, nullptr);
+  CHECK(d.sub_domain == SubDomain::kUnattributed);
+  CHECK(!d.cause);
+  CHECK(d.chain.size() == 2);
+}

@@ -71,6 +71,13 @@ TEST_CASE("job.json and sacct --json give the same job", "[job]") {
   CHECK(sacct->nodes.size() == 4);
   CHECK(sacct->time_limit_sec == 7200);
   CHECK(sacct->start_ns == 1717236000LL * 1000000000);
+  // The main step's task and node counts give the block rank layout.
+  auto steps = parseSacctJson(R"({"jobs": [{"job_id": 6, "state": {"current": ["FAILED"]}, "nodes": "g[1-2]",
+      "steps": [{"step": {"name": "batch"}, "tasks": {"count": 1}, "nodes": {"count": 1}},
+                {"step": {"name": "python"}, "tasks": {"count": 16}, "nodes": {"count": 2}}]}]})", "", &err);
+  REQUIRE(steps);
+  CHECK(steps->ntasks_per_node == 8);
+  CHECK(steps->nodeOfRank(9) == "g2");
   // Slurm 21.08 shape: plain values.
   auto old = parseSacctJson(R"({"jobs": [{"job_id": 5, "state": {"current": "FAILED"},
       "exit_code": {"status": "FAILED", "return_code": 1}, "nodes": "n1", "time": {"start": 1, "end": 2, "limit": 5}}]})",
