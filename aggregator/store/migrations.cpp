@@ -1,0 +1,136 @@
+#include "aggregator/store/migrations.h"
+
+#include <iterator>
+
+namespace faultline::aggregator {
+
+const char* const kStoreMigrations[] = {
+    // 1: initial schema.
+    R"sql(
+CREATE TABLE agents(
+  agent_id TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  boot_id TEXT NOT NULL DEFAULT '',
+  agent_version TEXT NOT NULL DEFAULT '',
+  ruleset_version TEXT NOT NULL DEFAULT '',
+  first_seen_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL,
+  last_heartbeat_ns INTEGER NOT NULL DEFAULT 0,
+  last_batch_ns INTEGER NOT NULL DEFAULT 0,
+  reported_ns INTEGER NOT NULL DEFAULT 0,
+  started_ns INTEGER NOT NULL DEFAULT 0,
+  spool_batches INTEGER NOT NULL DEFAULT 0,
+  spool_bytes INTEGER NOT NULL DEFAULT 0,
+  dropped_symptoms INTEGER NOT NULL DEFAULT 0,
+  next_sequence INTEGER NOT NULL DEFAULT 0,
+  batches INTEGER NOT NULL DEFAULT 0,
+  symptoms INTEGER NOT NULL DEFAULT 0);
+CREATE UNIQUE INDEX agents_by_host ON agents(hostname);
+
+CREATE TABLE nodes(
+  hostname TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL DEFAULT '',
+  boot_id TEXT NOT NULL DEFAULT '',
+  first_seen_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL,
+  last_heartbeat_ns INTEGER NOT NULL DEFAULT 0,
+  reported_ns INTEGER NOT NULL DEFAULT 0,
+  spool_batches INTEGER NOT NULL DEFAULT 0,
+  symptoms INTEGER NOT NULL DEFAULT 0);
+
+CREATE TABLE source_status(
+  node TEXT NOT NULL,
+  source TEXT NOT NULL,
+  format TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  records INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0,
+  lost INTEGER NOT NULL DEFAULT 0,
+  updated_ns INTEGER NOT NULL,
+  PRIMARY KEY(node, source));
+
+CREATE TABLE batches(
+  agent_id TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  received_ns INTEGER NOT NULL,
+  symptoms INTEGER NOT NULL,
+  PRIMARY KEY(agent_id, boot_id, sequence)) WITHOUT ROWID;
+CREATE INDEX batches_by_received ON batches(received_ns);
+
+CREATE TABLE symptoms(
+  id INTEGER PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  rule_id TEXT NOT NULL,
+  sub_domain TEXT NOT NULL,
+  role TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  device TEXT NOT NULL,
+  first_ns INTEGER NOT NULL,
+  last_ns INTEGER NOT NULL,
+  time_known INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  received_ns INTEGER NOT NULL,
+  payload TEXT NOT NULL);
+CREATE INDEX symptoms_by_node_time ON symptoms(node, last_ns);
+CREATE INDEX symptoms_by_received ON symptoms(received_ns);
+CREATE INDEX symptoms_by_rule ON symptoms(rule_id, last_ns);
+
+CREATE TABLE jobs(
+  job_id TEXT PRIMARY KEY,
+  state TEXT NOT NULL DEFAULT '',
+  terminal_state TEXT NOT NULL DEFAULT '',
+  exit_code TEXT NOT NULL DEFAULT '',
+  start_ns INTEGER NOT NULL DEFAULT 0,
+  end_ns INTEGER NOT NULL DEFAULT 0,
+  nodelist TEXT NOT NULL DEFAULT '',
+  time_limit_sec INTEGER NOT NULL DEFAULT 0,
+  ntasks_per_node INTEGER NOT NULL DEFAULT 0,
+  source TEXT NOT NULL DEFAULT '',
+  updated_ns INTEGER NOT NULL,
+  end_recorded_ns INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX jobs_by_end ON jobs(end_ns);
+
+CREATE TABLE job_nodes(
+  node TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY(node, job_id)) WITHOUT ROWID;
+CREATE INDEX job_nodes_by_job ON job_nodes(job_id, position);
+
+CREATE TABLE verdicts(
+  job_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  created_ns INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  sub_domain TEXT NOT NULL,
+  max_symptom_id INTEGER NOT NULL,
+  symptoms INTEGER NOT NULL,
+  missing_nodes TEXT NOT NULL DEFAULT '[]',
+  diagnosis TEXT NOT NULL,
+  latest INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY(job_id, revision)) WITHOUT ROWID;
+CREATE INDEX verdicts_latest ON verdicts(latest, status);
+
+CREATE TABLE node_events(
+  id INTEGER PRIMARY KEY,
+  node TEXT NOT NULL,
+  time_ns INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '',
+  job_id TEXT NOT NULL DEFAULT '');
+CREATE INDEX node_events_by_node ON node_events(node, time_ns);
+CREATE INDEX node_events_by_time ON node_events(time_ns);
+
+CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+)sql",
+};
+
+const size_t kStoreMigrationCount = std::size(kStoreMigrations);
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,831 @@
+#include "aggregator/store/store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "aggregator/store/migrations.h"
+#include "aggregator/store/sqlite.h"
+#include "common/hostlist.h"
+
+namespace faultline::aggregator {
+
+using nlohmann::json;
+using sql::Stmt;
+
+std::string_view ingestStatusName(IngestResult::Status s) {
+  switch (s) {
+    case IngestResult::Status::kStored: return "stored";
+    case IngestResult::Status::kDuplicate: return "duplicate";
+    case IngestResult::Status::kRejected: return "rejected";
+  }
+  return "?";
+}
+
+namespace {
+
+std::optional<common::SourceKind> parseSourceKind(std::string_view s) {
+  for (auto k : {common::SourceKind::kKernel, common::SourceKind::kJournal, common::SourceKind::kFabricManager,
+                 common::SourceKind::kApplication})
+    if (common::sourceKindName(k) == s) return k;
+  return std::nullopt;
+}
+
+// Slurm states of a job that has not finished.
+bool isActiveState(std::string_view s) {
+  for (std::string_view a : {"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
+                             "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "REQUEUE_HOLD", "REQUEUE_FED"})
+    if (s.substr(0, a.size()) == a) return true;
+  return false;
+}
+
+bool validJobId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')) return false;
+  return true;
+}
+
+std::string joinJsonArray(const std::vector<std::string>& v) { return json(v).dump(); }
+
+std::vector<std::string> parseJsonArray(const std::string& s) {
+  std::vector<std::string> out;
+  json j = json::parse(s, nullptr, false);
+  if (j.is_array())
+    for (const auto& e : j)
+      if (e.is_string()) out.push_back(e.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+json symptomToJson(const common::Symptom& s) {
+  return json{{"rule_id", s.rule_id},
+              {"symptom", s.symptom},
+              {"sub_domain", common::subDomainName(s.sub_domain)},
+              {"category", s.category},
+              {"role", common::roleName(s.role)},
+              {"severity", common::severityName(s.severity)},
+              {"fallback_root", s.fallback_root},
+              {"node", s.node},
+              {"device", s.device},
+              {"source", s.source},
+              {"source_kind", common::sourceKindName(s.source_kind)},
+              {"first_ns", s.first_ns},
+              {"last_ns", s.last_ns},
+              {"time_known", s.time_known},
+              {"count", s.count},
+              {"evidence", s.evidence},
+              {"fields", s.fields},
+              {"summary", s.summary},
+              {"boot_id", s.boot_id}};
+}
+
+common::Symptom symptomFromJson(const json& j) {
+  common::Symptom s;
+  s.rule_id = j.value("rule_id", "");
+  s.symptom = j.value("symptom", "");
+  s.sub_domain = common::parseSubDomain(j.value("sub_domain", "none")).value_or(common::SubDomain::kNone);
+  s.category = j.value("category", "");
+  s.role = common::parseRole(j.value("role", "root")).value_or(common::Role::kRoot);
+  s.severity = common::parseSeverity(j.value("severity", "error")).value_or(common::Severity::kError);
+  s.fallback_root = j.value("fallback_root", false);
+  s.node = j.value("node", "");
+  s.device = j.value("device", "");
+  s.source = j.value("source", "");
+  s.source_kind = parseSourceKind(j.value("source_kind", "application")).value_or(common::SourceKind::kApplication);
+  s.first_ns = j.value("first_ns", int64_t{0});
+  s.last_ns = j.value("last_ns", int64_t{0});
+  s.time_known = j.value("time_known", false);
+  s.count = j.value("count", uint32_t{1});
+  if (j.contains("evidence") && j["evidence"].is_array())
+    for (const auto& e : j["evidence"])
+      if (e.is_string()) s.evidence.push_back(e.get<std::string>());
+  if (j.contains("fields") && j["fields"].is_object())
+    for (const auto& [k, v] : j["fields"].items())
+      if (v.is_string()) s.fields[k] = v.get<std::string>();
+  s.summary = j.value("summary", "");
+  s.boot_id = j.value("boot_id", "");
+  return s;
+}
+
+Store::Store(std::unique_ptr<sql::Db> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
+Store::~Store() = default;
+
+int Store::latestSchemaVersion() { return static_cast<int>(kStoreMigrationCount); }
+
+std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, StoreOptions options,
+                                   std::string* error) {
+  auto db = sql::Db::open(path, options.read_only, error);
+  if (!db) return nullptr;
+  sqlite3_busy_timeout(db->get(), options.busy_timeout_ms);
+  std::string why;
+  std::unique_ptr<Store> store(new Store(std::move(db), clock));
+  if (options.read_only) {
+    if (store->schemaVersion() != latestSchemaVersion()) {
+      *error = fmt::format("{}: schema version {} (this faultline reads {})", path, store->schemaVersion(),
+                           latestSchemaVersion());
+      return nullptr;
+    }
+    return store;
+  }
+  if (!store->db_->exec("PRAGMA journal_mode=WAL", &why) ||
+      !store->db_->exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", &why) ||
+      !store->db_->exec("PRAGMA foreign_keys=ON", &why) || !store->migrate(&why)) {
+    *error = path + ": " + why;
+    return nullptr;
+  }
+  return store;
+}
+
+int Store::schemaVersion() {
+  Stmt v(db_->get(), "PRAGMA user_version");
+  return v.ok() && v.step() == SQLITE_ROW ? static_cast<int>(v.i64(0)) : -1;
+}
+
+bool Store::migrate(std::string* error) {
+  int version = schemaVersion();
+  if (version < 0) {
+    *error = db_->errmsg();
+    return false;
+  }
+  if (version > latestSchemaVersion()) {
+    *error = fmt::format("schema version {} is newer than this aggregator ({})", version, latestSchemaVersion());
+    return false;
+  }
+  for (int i = version; i < latestSchemaVersion(); ++i) {
+    sql::Transaction tx(*db_);
+    if (!tx.began() || !db_->exec(kStoreMigrations[i], error) ||
+        !db_->exec(fmt::format("PRAGMA user_version={}", i + 1), error) || !tx.commit(error)) {
+      *error = fmt::format("migration {}: {}", i + 1, *error);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Store::addNodeEventLocked(const NodeEvent& e) {
+  Stmt s(db_->get(), "INSERT INTO node_events(node, time_ns, kind, detail, job_id) VALUES(?,?,?,?,?)");
+  s.bind(1, e.node).bind(2, e.time_ns).bind(3, e.kind).bind(4, e.detail).bind(5, e.job_id).step();
+}
+
+bool Store::addNodeEvent(const NodeEvent& e) {
+  std::lock_guard lock(mu_);
+  addNodeEventLocked(e);
+  return true;
+}
+
+IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
+  IngestResult r;
+  const auto& h = batch.header;
+  auto reject = [&](std::string reason) {
+    r.status = IngestResult::Status::kRejected;
+    r.reason = std::move(reason);
+    return r;
+  };
+  if (h.agent_id.empty() || h.hostname.empty()) return reject("missing agent id or hostname");
+  if (h.agent_id != authenticated_agent) return reject("agent id mismatch");
+  for (const auto& s : batch.symptoms)
+    if (s.node != h.hostname) return reject("symptom for another node");
+  const int64_t now = clock_.nowNs();
+
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) return reject("store: " + db_->errmsg());
+  {
+    Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
+    owner.bind(1, h.hostname);
+    if (owner.step() == SQLITE_ROW && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
+  }
+  {
+    Stmt key(db_->get(),
+             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?)");
+    key.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
+    if (key.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (db_->changes() == 0) {
+      r.status = IngestResult::Status::kDuplicate;
+      return r;  // the transaction rolls back; nothing else to write
+    }
+  }
+  Stmt ins(db_->get(),
+           "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+           "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (const auto& s : batch.symptoms) {
+    ins.reset();
+    ins.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, s.node).bind(5, s.rule_id);
+    ins.bind(6, common::subDomainName(s.sub_domain)).bind(7, common::roleName(s.role));
+    ins.bind(8, common::severityName(s.severity)).bind(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
+    ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
+    ins.bind(15, symptomToJson(s).dump());
+    if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    r.last_symptom_id = db_->lastRowid();
+  }
+  {
+    Stmt a(db_->get(),
+           "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, "
+           "last_seen_ns, last_batch_ns, batches, symptoms) VALUES(?1,?2,?3,?4,?5,?6,?6,?6,1,?7) "
+           "ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, agent_version=?4, ruleset_version=?5, "
+           "last_seen_ns=?6, last_batch_ns=?6, batches=batches+1, symptoms=symptoms+?7");
+    a.bind(1, h.agent_id).bind(2, h.hostname).bind(3, h.boot_id).bind(4, h.agent_version);
+    a.bind(5, h.ruleset_version).bind(6, now).bind(7, int64_t(batch.symptoms.size()));
+    if (a.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+  }
+  {
+    Stmt prev(db_->get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
+    prev.bind(1, h.hostname);
+    bool known = prev.step() == SQLITE_ROW;
+    std::string old_boot = known ? prev.text(0) : "";
+    if (!known) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
+    else if (!h.boot_id.empty() && !old_boot.empty() && old_boot != h.boot_id)
+      addNodeEventLocked({h.hostname, now, "boot", "boot " + old_boot + " -> " + h.boot_id, ""});
+    Stmt n(db_->get(),
+           "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms) "
+           "VALUES(?1,?2,?3,?4,?4,?5) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
+           "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, symptoms=symptoms+?5");
+    n.bind(1, h.hostname).bind(2, h.agent_id).bind(3, h.boot_id).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
+    if (n.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+  }
+  for (const auto& c : batch.sources) {
+    Stmt src(db_->get(),
+             "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns) "
+             "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
+             "reason=?5, records=?6, skipped=?7, updated_ns=?8");
+    src.bind(1, h.hostname).bind(2, c.source).bind(3, c.format).bind(4, c.status).bind(5, c.reason);
+    src.bind(6, c.records).bind(7, c.skipped).bind(8, now).step();
+  }
+  std::string err;
+  if (!tx.commit(&err)) return reject("store: " + err);
+  r.status = IngestResult::Status::kStored;
+  r.symptoms = batch.symptoms.size();
+  return r;
+}
+
+bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason) {
+  if (hb.agent_id.empty() || hb.hostname.empty()) {
+    *reason = "missing agent id or hostname";
+    return false;
+  }
+  if (hb.agent_id != authenticated_agent) {
+    *reason = "agent id mismatch";
+    return false;
+  }
+  const int64_t now = clock_.nowNs();
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
+    *reason = "store: " + db_->errmsg();
+    return false;
+  }
+  {
+    Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
+    owner.bind(1, hb.hostname);
+    if (owner.step() == SQLITE_ROW && owner.text(0) != hb.agent_id) {
+      *reason = "hostname bound to another agent";
+      return false;
+    }
+  }
+  Stmt a(db_->get(),
+         "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
+         "last_heartbeat_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, next_sequence) "
+         "VALUES(?1,?2,?3,?4,?5,?6,?6,?6,?7,?8,?9,?10,?11,?12) ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, "
+         "agent_version=?4, ruleset_version=?5, last_seen_ns=?6, last_heartbeat_ns=?6, reported_ns=MAX(reported_ns, ?7), "
+         "started_ns=?8, spool_batches=?9, spool_bytes=?10, dropped_symptoms=?11, next_sequence=?12");
+  a.bind(1, hb.agent_id).bind(2, hb.hostname).bind(3, hb.boot_id).bind(4, hb.agent_version);
+  a.bind(5, hb.ruleset_version).bind(6, now).bind(7, hb.created_ns).bind(8, hb.started_ns);
+  a.bind(9, hb.spool_batches).bind(10, hb.spool_bytes).bind(11, hb.dropped_symptoms).bind(12, hb.next_sequence);
+  if (a.step() != SQLITE_DONE) {
+    *reason = "store: " + db_->errmsg();
+    return false;
+  }
+  Stmt prev(db_->get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
+  prev.bind(1, hb.hostname);
+  bool known = prev.step() == SQLITE_ROW;
+  std::string old_boot = known ? prev.text(0) : "";
+  if (!known) addNodeEventLocked({hb.hostname, now, "agent_seen", "agent " + hb.agent_id, ""});
+  else if (!hb.boot_id.empty() && !old_boot.empty() && old_boot != hb.boot_id)
+    addNodeEventLocked({hb.hostname, now, "boot", "boot " + old_boot + " -> " + hb.boot_id, ""});
+  // The node has reported everything up to created_ns only if nothing is left in its spool.
+  Stmt n(db_->get(),
+         "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, "
+         "spool_batches) VALUES(?1,?2,?3,?4,?4,?4,?5,?6) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
+         "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, last_heartbeat_ns=?4, "
+         "reported_ns=CASE WHEN ?6 = 0 THEN MAX(reported_ns, ?5) ELSE reported_ns END, spool_batches=?6");
+  n.bind(1, hb.hostname).bind(2, hb.agent_id).bind(3, hb.boot_id).bind(4, now).bind(5, hb.created_ns);
+  n.bind(6, hb.spool_batches);
+  if (n.step() != SQLITE_DONE) {
+    *reason = "store: " + db_->errmsg();
+    return false;
+  }
+  for (const auto& src : hb.sources) {
+    Stmt old(db_->get(), "SELECT status FROM source_status WHERE node = ? AND source = ?");
+    old.bind(1, hb.hostname).bind(2, src.source);
+    std::string old_status = old.step() == SQLITE_ROW ? old.text(0) : "";
+    if (old_status != src.status && !(old_status.empty() && src.status == "ok"))
+      addNodeEventLocked({hb.hostname, now, "source",
+                          src.source + ": " + src.status + (src.reason.empty() ? "" : " (" + src.reason + ")"), ""});
+    Stmt s(db_->get(),
+           "INSERT INTO source_status(node, source, format, status, reason, records, skipped, lost, updated_ns) "
+           "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
+           "reason=?5, records=?6, skipped=?7, lost=?8, updated_ns=?9");
+    s.bind(1, hb.hostname).bind(2, src.source).bind(3, src.format).bind(4, src.status).bind(5, src.reason);
+    s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now).step();
+  }
+  std::string err;
+  if (!tx.commit(&err)) {
+    *reason = "store: " + err;
+    return false;
+  }
+  return true;
+}
+
+// ---- jobs ----
+
+namespace {
+
+constexpr const char* kJobColumns =
+    "job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, ntasks_per_node, "
+    "source, updated_ns, end_recorded_ns";
+
+JobRow jobFromRow(Stmt& s, sqlite3* db) {
+  JobRow j;
+  j.info.job_id = s.text(0);
+  j.info.state = s.text(1);
+  j.terminal_state = s.text(2);
+  j.info.exit_code = s.text(3);
+  j.info.start_ns = s.i64(4);
+  j.info.end_ns = s.i64(5);
+  j.nodelist = s.text(6);
+  j.info.time_limit_sec = s.i64(7);
+  j.info.ntasks_per_node = static_cast<int>(s.i64(8));
+  j.source = s.text(9);
+  j.updated_ns = s.i64(10);
+  j.end_recorded_ns = s.i64(11);
+  Stmt n(db, "SELECT node FROM job_nodes WHERE job_id = ? ORDER BY position");
+  n.bind(1, j.info.job_id);
+  while (n.step() == SQLITE_ROW) j.info.nodes.push_back(n.text(0));
+  if (j.info.ntasks_per_node > 0) {
+    int next = 0;
+    for (const auto& node : j.info.nodes) {
+      j.info.ranks.push_back({node, next, next + j.info.ntasks_per_node - 1});
+      next += j.info.ntasks_per_node;
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+std::optional<JobRow> Store::jobLocked(const std::string& job_id) {
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs WHERE job_id = ?", kJobColumns));
+  s.bind(1, job_id);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return jobFromRow(s, db_->get());
+}
+
+std::optional<JobRow> Store::job(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  return jobLocked(job_id);
+}
+
+std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
+  if (!validJobId(u.job_id)) {
+    *error = "bad job id '" + u.job_id + "'";
+    return std::nullopt;
+  }
+  std::vector<std::string> nodes = u.nodes;
+  if (nodes.empty() && !u.nodelist.empty()) {
+    std::string err;
+    auto hosts = common::expandHostlist(u.nodelist, &err, 100000);
+    if (!hosts) {
+      *error = "bad node list '" + u.nodelist + "': " + err;
+      return std::nullopt;
+    }
+    nodes = *hosts;
+  }
+  if (u.start_ns < 0 || u.end_ns < 0) {
+    *error = "negative time";
+    return std::nullopt;
+  }
+  const int64_t now = clock_.nowNs();
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  JobRow row;
+  if (auto old = jobLocked(u.job_id)) row = std::move(*old);
+  row.info.job_id = u.job_id;
+  if (!u.state.empty()) {
+    // A late "start" (RUNNING) never reopens a job that has ended.
+    if (!(isActiveState(u.state) && row.ended())) {
+      row.info.state = u.state;
+      row.terminal_state = isActiveState(u.state) ? "" : common::terminalStateOf(u.state);
+    }
+  }
+  if (!u.exit_code.empty()) row.info.exit_code = u.exit_code;
+  if (u.start_ns) row.info.start_ns = u.start_ns;
+  if (u.end_ns) row.info.end_ns = u.end_ns;
+  if (row.ended() && !row.info.end_ns) row.info.end_ns = now;
+  if (row.ended() && !row.end_recorded_ns) row.end_recorded_ns = now;
+  if (row.info.start_ns && row.info.end_ns && row.info.end_ns < row.info.start_ns) {
+    *error = "job ends before it starts";
+    return std::nullopt;
+  }
+  if (u.time_limit_sec) row.info.time_limit_sec = u.time_limit_sec;
+  if (u.ntasks_per_node) row.info.ntasks_per_node = u.ntasks_per_node;
+  if (!nodes.empty()) {
+    row.info.nodes = nodes;
+    row.nodelist = u.nodelist.empty() ? fmt::format("{}", fmt::join(nodes, ",")) : u.nodelist;
+  }
+  row.source = u.source;
+  row.updated_ns = now;
+  Stmt s(db_->get(),
+         "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
+         "ntasks_per_node, source, updated_ns, end_recorded_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) "
+         "ON CONFLICT(job_id) DO UPDATE SET state=?2, terminal_state=?3, exit_code=?4, start_ns=?5, end_ns=?6, "
+         "nodelist=?7, time_limit_sec=?8, ntasks_per_node=?9, source=?10, updated_ns=?11, end_recorded_ns=?12");
+  s.bind(1, row.info.job_id).bind(2, row.info.state).bind(3, row.terminal_state).bind(4, row.info.exit_code);
+  s.bind(5, row.info.start_ns).bind(6, row.info.end_ns).bind(7, row.nodelist).bind(8, row.info.time_limit_sec);
+  s.bind(9, int64_t(row.info.ntasks_per_node)).bind(10, row.source).bind(11, now).bind(12, row.end_recorded_ns);
+  if (s.step() != SQLITE_DONE) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  if (!nodes.empty()) {
+    Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
+    del.bind(1, u.job_id).step();
+    Stmt ins(db_->get(), "INSERT OR IGNORE INTO job_nodes(node, job_id, position) VALUES(?,?,?)");
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      ins.reset();
+      ins.bind(1, nodes[i]).bind(2, u.job_id).bind(3, int64_t(i)).step();
+    }
+  }
+  std::string err;
+  if (!tx.commit(&err)) {
+    *error = "store: " + err;
+    return std::nullopt;
+  }
+  auto merged = jobLocked(u.job_id);
+  if (merged) merged->end_recorded_ns = row.end_recorded_ns;
+  return merged;
+}
+
+std::vector<JobRow> Store::jobs(const JobFilter& f) {
+  std::lock_guard lock(mu_);
+  // Optional filters as "(?n = '' OR ...)": the SQL text never depends on the data.
+  Stmt s(db_->get(),
+         fmt::format(
+             "SELECT {} FROM jobs j WHERE (?1 = 0 OR (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) >= ?1) "
+             "AND (?2 = '' OR (?2 = 'running' AND j.terminal_state = '') OR (?2 = 'failed' AND j.terminal_state "
+             "NOT IN ('', 'success')) OR j.terminal_state = ?2 OR j.state = ?2) "
+             "AND (?3 = '' OR EXISTS (SELECT 1 FROM verdicts v WHERE v.job_id = j.job_id AND v.latest = 1 AND "
+             "v.sub_domain = ?3)) "
+             "AND (?4 = '' OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.node = ?4 AND n.job_id = j.job_id)) "
+             "ORDER BY CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END DESC, j.job_id LIMIT ?5",
+             kJobColumns));
+  s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, int64_t(f.limit));
+  std::vector<JobRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(jobFromRow(s, db_->get()));
+  return out;
+}
+
+std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs j WHERE j.terminal_state NOT IN ('', 'success') AND NOT "
+                                 "EXISTS (SELECT 1 FROM verdicts v WHERE v.job_id = j.job_id) "
+                                 "ORDER BY j.end_ns, j.job_id LIMIT ?",
+                                 kJobColumns));
+  s.bind(1, int64_t(limit));
+  std::vector<JobRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(jobFromRow(s, db_->get()));
+  return out;
+}
+
+std::vector<std::string> Store::jobsAt(const std::string& node, int64_t t_ns, int64_t pre_ns, int64_t post_ns) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 AND j.start_ns > 0 "
+         "AND j.start_ns - ?3 <= ?2 AND (j.end_ns = 0 OR j.end_ns + ?4 >= ?2) ORDER BY j.start_ns");
+  s.bind(1, node).bind(2, t_ns).bind(3, pre_ns).bind(4, post_ns);
+  std::vector<std::string> out;
+  while (s.step() == SQLITE_ROW) out.push_back(s.text(0));
+  return out;
+}
+
+// ---- symptoms ----
+
+std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
+                                                      int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT id, payload FROM symptoms WHERE node IN (SELECT value FROM json_each(?1)) AND "
+         "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
+         "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node, id");
+  s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
+  std::vector<common::Symptom> out;
+  int64_t hi = 0;
+  while (s.step() == SQLITE_ROW) {
+    hi = std::max(hi, s.i64(0));
+    out.push_back(symptomFromJson(json::parse(s.text(1), nullptr, false)));
+  }
+  if (max_id) *max_id = hi;
+  return out;
+}
+
+std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
+  std::lock_guard lock(mu_);
+  std::string rule = f.rule_id;
+  bool prefix = !rule.empty() && rule.back() == '*';
+  if (prefix) rule.pop_back();
+  Stmt s(db_->get(),
+         "SELECT id, agent_id, received_ns, payload FROM symptoms WHERE "
+         "(?1 = '[]' OR node IN (SELECT value FROM json_each(?1))) "
+         "AND (?2 = '' OR (?3 = 0 AND rule_id = ?2) OR (?3 = 1 AND substr(rule_id, 1, length(?2)) = ?2)) "
+         "AND (?4 = 0 OR (CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END) >= ?4) "
+         "AND (?5 = 0 OR (CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END) <= ?5) "
+         "AND id > ?6 ORDER BY id DESC LIMIT ?7");
+  s.bind(1, joinJsonArray(f.nodes)).bind(2, rule).bind(3, int64_t(prefix)).bind(4, f.since_ns);
+  s.bind(5, f.until_ns).bind(6, f.after_id).bind(7, int64_t(f.limit));
+  std::vector<StoredSymptom> out;
+  while (s.step() == SQLITE_ROW)
+    out.push_back({s.i64(0), s.text(1), s.i64(2), symptomFromJson(json::parse(s.text(3), nullptr, false))});
+  return out;
+}
+
+std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT node, MIN(CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END), "
+         "MAX(CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END), MAX(id), MIN(time_known) "
+         "FROM symptoms WHERE id > ? GROUP BY node ORDER BY node");
+  s.bind(1, after_id);
+  std::vector<NewSymptomSpan> out;
+  while (s.step() == SQLITE_ROW) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4) == 0});
+  return out;
+}
+
+int64_t Store::maxSymptomId() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+}
+
+// ---- verdicts ----
+
+namespace {
+
+constexpr const char* kVerdictColumns =
+    "job_id, revision, created_ns, status, reason, max_symptom_id, symptoms, missing_nodes, diagnosis";
+
+VerdictRow verdictFromRow(Stmt& s) {
+  VerdictRow v;
+  v.job_id = s.text(0);
+  v.revision = static_cast<int>(s.i64(1));
+  v.created_ns = s.i64(2);
+  v.status = s.text(3);
+  v.reason = s.text(4);
+  v.max_symptom_id = s.i64(5);
+  v.symptoms = static_cast<size_t>(s.i64(6));
+  v.missing_nodes = parseJsonArray(s.text(7));
+  std::string err;
+  if (auto d = common::diagnosisFromJson(json::parse(s.text(8), nullptr, false), &err)) v.diagnosis = std::move(*d);
+  return v;
+}
+
+}  // namespace
+
+int Store::addVerdict(const VerdictRow& v, std::string* error) {
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
+    *error = "store: " + db_->errmsg();
+    return 0;
+  }
+  Stmt max(db_->get(), "SELECT COALESCE(MAX(revision), 0) FROM verdicts WHERE job_id = ?");
+  max.bind(1, v.job_id);
+  int revision = max.step() == SQLITE_ROW ? static_cast<int>(max.i64(0)) + 1 : 1;
+  Stmt old(db_->get(), "UPDATE verdicts SET latest = 0 WHERE job_id = ? AND latest = 1");
+  old.bind(1, v.job_id).step();
+  Stmt ins(db_->get(),
+           "INSERT INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, symptoms, "
+           "missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,?,?,?,?,1)");
+  ins.bind(1, v.job_id).bind(2, int64_t(revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
+  ins.bind(6, common::subDomainName(v.diagnosis.sub_domain)).bind(7, v.max_symptom_id).bind(8, int64_t(v.symptoms));
+  ins.bind(9, joinJsonArray(v.missing_nodes)).bind(10, common::toJson(v.diagnosis).dump());
+  if (ins.step() != SQLITE_DONE) {
+    *error = "store: " + db_->errmsg();
+    return 0;
+  }
+  // Node history: which nodes this revision blames (only the first revision and changes matter
+  // to an operator, but keeping each is cheap and shows how the verdict moved).
+  for (const auto& r : v.diagnosis.responsible)
+    addNodeEventLocked({r.node, v.created_ns, "blamed",
+                        fmt::format("{} r{} {}{}", common::subDomainName(v.diagnosis.sub_domain), revision,
+                                    v.diagnosis.cause ? v.diagnosis.cause->rule_id : "",
+                                    r.device.empty() ? "" : " " + r.device),
+                        v.job_id});
+  if (!tx.commit(error)) return 0;
+  return revision;
+}
+
+std::optional<VerdictRow> Store::latestVerdict(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? AND latest = 1", kVerdictColumns));
+  s.bind(1, job_id);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return verdictFromRow(s);
+}
+
+std::vector<VerdictRow> Store::verdictHistory(const std::string& job_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? ORDER BY revision", kVerdictColumns));
+  s.bind(1, job_id);
+  std::vector<VerdictRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  return out;
+}
+
+std::vector<VerdictRow> Store::openVerdicts() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE latest = 1 AND status = 'provisional' ORDER BY job_id",
+                                 kVerdictColumns));
+  std::vector<VerdictRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  return out;
+}
+
+std::vector<VerdictRow> Store::latestVerdicts(int64_t since_ns, int64_t until_ns) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         fmt::format("SELECT {} FROM verdicts v WHERE v.latest = 1 AND EXISTS (SELECT 1 FROM jobs j WHERE "
+                     "j.job_id = v.job_id AND j.end_ns >= ?1 AND (?2 = 0 OR j.end_ns <= ?2)) ORDER BY v.job_id",
+                     "v.job_id, v.revision, v.created_ns, v.status, v.reason, v.max_symptom_id, v.symptoms, "
+                     "v.missing_nodes, v.diagnosis"));
+  s.bind(1, since_ns).bind(2, until_ns);
+  std::vector<VerdictRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  return out;
+}
+
+// ---- agents and nodes ----
+
+std::vector<SourceStatusInfo> Store::sourcesLocked(const std::string& node) {
+  Stmt s(db_->get(),
+         "SELECT source, format, status, reason, records, skipped, lost FROM source_status WHERE node = ? "
+         "ORDER BY source");
+  s.bind(1, node);
+  std::vector<SourceStatusInfo> out;
+  while (s.step() == SQLITE_ROW)
+    out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), uint64_t(s.i64(4)), uint64_t(s.i64(5)),
+                   uint64_t(s.i64(6))});
+  return out;
+}
+
+std::vector<AgentRow> Store::agents() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
+         "last_heartbeat_ns, last_batch_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, "
+         "next_sequence, batches, symptoms FROM agents ORDER BY hostname");
+  std::vector<AgentRow> out;
+  while (s.step() == SQLITE_ROW) {
+    AgentRow a;
+    a.agent_id = s.text(0);
+    a.hostname = s.text(1);
+    a.boot_id = s.text(2);
+    a.agent_version = s.text(3);
+    a.ruleset_version = s.text(4);
+    a.first_seen_ns = s.i64(5);
+    a.last_seen_ns = s.i64(6);
+    a.last_heartbeat_ns = s.i64(7);
+    a.last_batch_ns = s.i64(8);
+    a.reported_ns = s.i64(9);
+    a.started_ns = s.i64(10);
+    a.spool_batches = s.i64(11);
+    a.spool_bytes = s.i64(12);
+    a.dropped_symptoms = s.i64(13);
+    a.next_sequence = s.i64(14);
+    a.batches = s.i64(15);
+    a.symptoms = s.i64(16);
+    out.push_back(std::move(a));
+  }
+  for (auto& a : out) a.sources = sourcesLocked(a.hostname);
+  return out;
+}
+
+namespace {
+constexpr const char* kNodeColumns =
+    "hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, spool_batches, symptoms";
+NodeRow nodeFromRow(Stmt& s) {
+  NodeRow n;
+  n.hostname = s.text(0);
+  n.agent_id = s.text(1);
+  n.boot_id = s.text(2);
+  n.first_seen_ns = s.i64(3);
+  n.last_seen_ns = s.i64(4);
+  n.last_heartbeat_ns = s.i64(5);
+  n.reported_ns = s.i64(6);
+  n.spool_batches = s.i64(7);
+  n.symptoms = s.i64(8);
+  return n;
+}
+}  // namespace
+
+std::vector<NodeRow> Store::nodes() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes ORDER BY hostname", kNodeColumns));
+  std::vector<NodeRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(nodeFromRow(s));
+  for (auto& n : out) n.sources = sourcesLocked(n.hostname);
+  return out;
+}
+
+std::optional<NodeRow> Store::node(const std::string& hostname) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes WHERE hostname = ?", kNodeColumns));
+  s.bind(1, hostname);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  NodeRow n = nodeFromRow(s);
+  n.sources = sourcesLocked(hostname);
+  return n;
+}
+
+std::vector<NodeEvent> Store::nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT node, time_ns, kind, detail, job_id FROM node_events WHERE node = ? AND time_ns >= ? "
+         "ORDER BY time_ns DESC, id DESC LIMIT ?");
+  s.bind(1, hostname).bind(2, since_ns).bind(3, int64_t(limit));
+  std::vector<NodeEvent> out;
+  while (s.step() == SQLITE_ROW) out.push_back({s.text(0), s.i64(1), s.text(2), s.text(3), s.text(4)});
+  return out;
+}
+
+int64_t Store::metaInt(const std::string& key, int64_t fallback) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), "SELECT value FROM meta WHERE key = ?");
+  s.bind(1, key);
+  return s.step() == SQLITE_ROW ? s.i64(0) : fallback;
+}
+
+bool Store::setMetaInt(const std::string& key, int64_t value) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
+  s.bind(1, key).bind(2, value);
+  return s.step() == SQLITE_DONE;
+}
+
+size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows) {
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) return 0;
+  size_t deleted = 0;
+  auto run = [&](const char* q, int64_t cutoff) {
+    if (deleted >= max_rows) return;
+    Stmt s(db_->get(), q);
+    s.bind(1, cutoff).bind(2, int64_t(max_rows - deleted));
+    if (s.step() == SQLITE_DONE) deleted += static_cast<size_t>(db_->changes());
+  };
+  run("DELETE FROM symptoms WHERE id IN (SELECT id FROM symptoms WHERE received_ns < ?1 AND "
+      "(time_known = 0 OR last_ns < ?1) LIMIT ?2)",
+      cutoff_ns);
+  run("DELETE FROM batches WHERE (agent_id, boot_id, sequence) IN (SELECT agent_id, boot_id, sequence FROM batches "
+      "WHERE received_ns < ?1 LIMIT ?2)",
+      cutoff_ns);
+  run("DELETE FROM node_events WHERE id IN (SELECT id FROM node_events WHERE time_ns < ?1 LIMIT ?2)", cutoff_ns);
+  if (deleted < max_rows) {
+    Stmt old(db_->get(), "SELECT job_id FROM jobs WHERE end_ns > 0 AND end_ns < ? LIMIT ?");
+    old.bind(1, job_cutoff_ns).bind(2, int64_t(std::max<size_t>(1, (max_rows - deleted) / 8)));
+    std::vector<std::string> ids;
+    while (old.step() == SQLITE_ROW) ids.push_back(old.text(0));
+    for (const auto& id : ids)
+      for (const char* q : {"DELETE FROM verdicts WHERE job_id = ?", "DELETE FROM job_nodes WHERE job_id = ?",
+                            "DELETE FROM jobs WHERE job_id = ?"}) {
+        Stmt d(db_->get(), q);
+        d.bind(1, id).step();
+        deleted += static_cast<size_t>(db_->changes());
+      }
+  }
+  if (!tx.commit()) return 0;
+  return deleted;
+}
+
+StoreCounts Store::counts() {
+  std::lock_guard lock(mu_);
+  StoreCounts c;
+  auto one = [&](const char* q) {
+    Stmt s(db_->get(), q);
+    return s.step() == SQLITE_ROW ? static_cast<uint64_t>(s.i64(0)) : 0;
+  };
+  c.agents = one("SELECT COUNT(*) FROM agents");
+  c.nodes = one("SELECT COUNT(*) FROM nodes");
+  c.symptoms = one("SELECT COUNT(*) FROM symptoms");
+  c.batches = one("SELECT COUNT(*) FROM batches");
+  c.jobs = one("SELECT COUNT(*) FROM jobs");
+  c.verdicts = one("SELECT COUNT(*) FROM verdicts");
+  return c;
+}
+
+}  // namespace faultline::aggregator

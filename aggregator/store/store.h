@@ -1,0 +1,250 @@
+// The aggregator's durable store: one SQLite file in WAL mode (docs/aggregator.md lists the
+// tables). Schema by numbered migrations (PRAGMA user_version); bound parameters only.
+//
+// Threading: every public method takes an internal mutex, so a Store may be shared by the
+// ingest loop, the HTTP server and the sacct poller; each call blocks for one short transaction.
+// Failures of the environment (disk full, SQLITE_BUSY past the busy timeout) come back as a
+// rejected IngestResult or a false/empty result with *error; nothing throws.
+//
+// Durability: each write is one transaction; WAL with synchronous=NORMAL (FULL optional) means
+// a kill -9 at any moment leaves either the whole batch or none of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aggregator/clock.h"
+#include "common/diagnosis.h"
+#include "common/job.h"
+#include "common/symptom.h"
+#include "common/wire.h"
+
+namespace faultline::aggregator {
+
+namespace sql {
+class Db;
+}
+
+struct StoreOptions {
+  bool read_only = false;         // for `faultline --db`: no migrations, no writes
+  bool synchronous_full = false;  // fsync every commit (NORMAL: durable across kill -9, not power loss)
+  int busy_timeout_ms = 2000;
+};
+
+struct IngestResult {
+  enum class Status { kStored, kDuplicate, kRejected };
+  Status status = Status::kRejected;
+  std::string reason;         // why rejected ("agent id mismatch", "store: disk I/O error", ...)
+  size_t symptoms = 0;        // stored by this call
+  int64_t last_symptom_id = 0;
+};
+std::string_view ingestStatusName(IngestResult::Status s);
+
+struct SourceStatusInfo {
+  std::string source;
+  std::string format;
+  std::string status = "ok";  // ok | partial | error
+  std::string reason;
+  uint64_t records = 0;
+  uint64_t skipped = 0;
+  uint64_t lost = 0;
+};
+
+// What a heartbeat tells (decoded from the wire by the ingest layer).
+struct HeartbeatInfo {
+  std::string agent_id;
+  std::string hostname;
+  std::string boot_id;
+  std::string agent_version;
+  std::string ruleset_version;
+  int64_t created_ns = 0;  // the node's clock when it sent the heartbeat
+  int64_t started_ns = 0;
+  std::vector<SourceStatusInfo> sources;
+  uint64_t spool_batches = 0;
+  uint64_t spool_bytes = 0;
+  uint64_t dropped_symptoms = 0;
+  uint64_t next_sequence = 0;
+};
+
+struct AgentRow {
+  std::string agent_id, hostname, boot_id, agent_version, ruleset_version;
+  int64_t first_seen_ns = 0, last_seen_ns = 0, last_heartbeat_ns = 0, last_batch_ns = 0;
+  int64_t reported_ns = 0;  // created_ns of the newest heartbeat: how far the node has reported
+  int64_t started_ns = 0;
+  uint64_t spool_batches = 0, spool_bytes = 0, dropped_symptoms = 0, next_sequence = 0;
+  uint64_t batches = 0, symptoms = 0;
+  std::vector<SourceStatusInfo> sources;
+};
+
+struct NodeRow {
+  std::string hostname, agent_id, boot_id;
+  int64_t first_seen_ns = 0, last_seen_ns = 0, last_heartbeat_ns = 0, reported_ns = 0;
+  uint64_t spool_batches = 0;
+  uint64_t symptoms = 0;
+  std::vector<SourceStatusInfo> sources;
+};
+
+struct StoredSymptom {
+  int64_t id = 0;
+  std::string agent_id;
+  int64_t received_ns = 0;
+  common::Symptom symptom;
+};
+
+struct SymptomFilter {
+  std::vector<std::string> nodes;  // any of; empty = all
+  std::string rule_id;             // exact or prefix ending in '*'
+  int64_t since_ns = 0;            // symptom last_ns (or received, untimed) >= since
+  int64_t until_ns = 0;            // 0 = open
+  int64_t after_id = 0;
+  size_t limit = 1000;
+};
+
+// A job as recorded from any of its sources (prolog/epilog, HTTP, sacct poll, import).
+struct JobRow {
+  common::JobInfo info;
+  std::string nodelist;        // as given (Slurm hostlist), or joined names
+  std::string terminal_state;  // "" while running, else terminalStateOf(state)
+  std::string source;          // who last updated it: cli|http|sacct|import
+  int64_t updated_ns = 0;
+  int64_t end_recorded_ns = 0;  // aggregator clock when the end was first recorded
+  bool ended() const { return !terminal_state.empty(); }
+  bool failed() const { return ended() && terminal_state != "success"; }
+};
+
+// A partial update: fields left empty/0 keep their stored value.
+struct JobUpdate {
+  std::string job_id;
+  std::string state;            // Slurm state word; "" keeps; RUNNING/PENDING = not ended
+  std::string exit_code;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<std::string> nodes;
+  std::string nodelist;
+  int64_t time_limit_sec = 0;
+  int ntasks_per_node = 0;
+  std::string source;
+};
+
+struct JobFilter {
+  int64_t since_ns = 0;  // ended (or started, if running) at or after
+  std::string state;     // terminal state (fail, timeout, ...), Slurm word, "running", or "failed" (any non-success)
+  std::string sub_domain;
+  std::string node;
+  size_t limit = 500;
+};
+
+struct VerdictRow {
+  std::string job_id;
+  int revision = 0;
+  int64_t created_ns = 0;
+  std::string status;  // provisional | final
+  std::string reason;  // job_end | settle | late_symptoms | reported | timeout
+  int64_t max_symptom_id = 0;
+  size_t symptoms = 0;
+  std::vector<std::string> missing_nodes;
+  common::Diagnosis diagnosis;
+};
+
+struct NodeEvent {
+  std::string node;
+  int64_t time_ns = 0;
+  std::string kind;    // agent_seen | boot | source | blamed
+  std::string detail;
+  std::string job_id;
+};
+
+struct StoreCounts {
+  uint64_t agents = 0, nodes = 0, symptoms = 0, batches = 0, jobs = 0, verdicts = 0;
+};
+
+class Store {
+ public:
+  // Opens or creates the database and runs pending migrations. `clock` must outlive the Store.
+  static std::unique_ptr<Store> open(const std::string& path, const Clock& clock, StoreOptions options,
+                                     std::string* error);
+  ~Store();
+
+  // Stores a batch in one transaction: the (agent, boot, sequence) key, its symptoms, the
+  // node's source coverage. A key already stored is a duplicate (nothing written). Rejected:
+  // agent id differs from the authenticated one, empty host/agent, a symptom for another node,
+  // the hostname already bound to another agent, or a store failure.
+  IngestResult ingestBatch(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // Records the agent's liveness, spool state and per-source status. false + *reason on reject.
+  bool recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
+
+  // Merges a job update; returns the merged row (nullopt + *error on a bad update).
+  std::optional<JobRow> recordJob(const JobUpdate& update, std::string* error);
+  std::optional<JobRow> job(const std::string& job_id);
+  std::vector<JobRow> jobs(const JobFilter& filter);
+  // Ended jobs in a failure state that have no verdict yet, oldest end first.
+  std::vector<JobRow> jobsAwaitingVerdict(size_t limit = 100);
+  // Jobs (ended) on `node` whose window [start - pre, end + post] contains t_ns.
+  std::vector<std::string> jobsAt(const std::string& node, int64_t t_ns, int64_t pre_ns, int64_t post_ns);
+
+  // Symptoms of `nodes` with last_ns in [from, to] (untimed ones: received in [from, to_received]),
+  // in (node, id) order. `max_id` (if non-null) gets the highest id returned.
+  std::vector<common::Symptom> symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
+                                                 int64_t to_ns, int64_t to_received_ns, int64_t* max_id);
+  std::vector<StoredSymptom> symptoms(const SymptomFilter& filter);
+  // Per node: min first_ns / max last_ns of symptoms with id > after_id (for late-symptom checks).
+  struct NewSymptomSpan {
+    std::string node;
+    int64_t first_ns = 0, last_ns = 0, max_id = 0;
+    bool untimed = false;
+  };
+  std::vector<NewSymptomSpan> symptomsSince(int64_t after_id);
+  int64_t maxSymptomId();
+
+  // Appends revision n+1 (history kept); returns the revision number, 0 on failure.
+  int addVerdict(const VerdictRow& v, std::string* error);
+  std::optional<VerdictRow> latestVerdict(const std::string& job_id);
+  std::vector<VerdictRow> verdictHistory(const std::string& job_id);
+  // Latest revision of every job whose latest verdict is provisional.
+  std::vector<VerdictRow> openVerdicts();
+  // Latest revision of every job that ended in [since, until].
+  std::vector<VerdictRow> latestVerdicts(int64_t since_ns, int64_t until_ns);
+
+  std::vector<AgentRow> agents();
+  std::vector<NodeRow> nodes();
+  std::optional<NodeRow> node(const std::string& hostname);
+  std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
+  bool addNodeEvent(const NodeEvent& e);
+
+  // Small key/value state (engine watermarks).
+  int64_t metaInt(const std::string& key, int64_t fallback);
+  bool setMetaInt(const std::string& key, int64_t value);
+
+  // Deletes at most `max_rows` symptoms/batches/events older than `cutoff_ns` and jobs (with
+  // their verdicts) that ended before `job_cutoff_ns`, in one short transaction. Returns the rows
+  // deleted; call again while it returns max_rows so ingest can interleave.
+  size_t pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows);
+
+  StoreCounts counts();
+  int schemaVersion();
+  static int latestSchemaVersion();
+
+ private:
+  Store(std::unique_ptr<sql::Db> db, const Clock& clock);
+  bool migrate(std::string* error);
+  std::optional<JobRow> jobLocked(const std::string& job_id);
+  std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
+  void addNodeEventLocked(const NodeEvent& e);
+
+  std::mutex mu_;
+  std::unique_ptr<sql::Db> db_;
+  const Clock& clock_;
+};
+
+// Symptom <-> JSON as kept in the store and served by the API.
+nlohmann::json symptomToJson(const common::Symptom& s);
+common::Symptom symptomFromJson(const nlohmann::json& j);
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,311 @@
+#include "aggregator/store/store.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/aggregator/core/test_util.h"
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+
+namespace {
+
+std::unique_ptr<Store> openStore(const std::string& path, const Clock& clock) {
+  std::string error;
+  auto store = Store::open(path, clock, {}, &error);
+  INFO(error);
+  REQUIRE(store);
+  return store;
+}
+
+}  // namespace
+
+TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  {
+    auto store = openStore(dir.file("a.db"), clock);
+    CHECK(store->schemaVersion() == Store::latestSchemaVersion());
+  }
+  auto again = openStore(dir.file("a.db"), clock);
+  CHECK(again->schemaVersion() == Store::latestSchemaVersion());
+  // A file from a newer aggregator is refused rather than misread.
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(dir.file("a.db").c_str(), &db);
+    sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  again.reset();
+  std::string error;
+  CHECK_FALSE(Store::open(dir.file("a.db"), clock, {}, &error));
+  CHECK_THAT(error, Catch::Contains("newer"));
+}
+
+TEST_CASE("store: a batch is stored once; replays are duplicates; bad batches are rejected", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  auto b = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid79", kT0), makeSymptom("gpu-01", "gpu.xid48", kT0)});
+  b.sources.push_back({"gpu-01", "kmsg", "kmsg", 10, 1, "ok", ""});
+
+  auto r = store->ingestBatch(b, "agent-gpu-01");
+  CHECK(r.status == IngestResult::Status::kStored);
+  CHECK(r.symptoms == 2);
+  CHECK(store->ingestBatch(b, "agent-gpu-01").status == IngestResult::Status::kDuplicate);
+  CHECK(store->counts().symptoms == 2);
+  CHECK(store->counts().batches == 1);
+
+  // Same sequence after a reboot is a new batch.
+  auto rebooted = b;
+  rebooted.header.boot_id = "boot-2";
+  CHECK(store->ingestBatch(rebooted, "agent-gpu-01").status == IngestResult::Status::kStored);
+  CHECK(store->counts().symptoms == 4);
+
+  SECTION("agent id must match the authenticated one") {
+    auto bad = makeBatch("gpu-01", 7, {makeSymptom("gpu-01", "x", kT0)});
+    auto rr = store->ingestBatch(bad, "agent-gpu-02");
+    CHECK(rr.status == IngestResult::Status::kRejected);
+    CHECK(rr.reason == "agent id mismatch");
+  }
+  SECTION("symptoms must be about the agent's own node") {
+    auto bad = makeBatch("gpu-01", 8, {makeSymptom("gpu-02", "x", kT0)});
+    CHECK(store->ingestBatch(bad, "agent-gpu-01").reason == "symptom for another node");
+  }
+  SECTION("a hostname belongs to one agent") {
+    auto bad = makeBatch("gpu-01", 9, {});
+    bad.header.agent_id = "intruder";
+    CHECK(store->ingestBatch(bad, "intruder").reason == "hostname bound to another agent");
+  }
+  CHECK(store->counts().symptoms == 4);
+  auto nodes = store->nodes();
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].hostname == "gpu-01");
+  REQUIRE(nodes[0].sources.size() == 1);
+  CHECK(nodes[0].sources[0].records == 10);
+  auto history = store->nodeHistory("gpu-01", 0);
+  REQUIRE(history.size() == 2);  // agent_seen, then boot change
+  CHECK(history[0].kind == "boot");
+}
+
+TEST_CASE("store: symptoms round-trip with every field", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  auto s = makeSymptom("n1", "ib.link_down", kT0 + 5 * kSec, common::SubDomain::kNetwork, common::Role::kCascade,
+                       "mlx5_0/1");
+  s.fields = {{"port", "1"}, {"peer", "sw1/7"}};
+  s.count = 12;
+  s.last_ns = kT0 + 9 * kSec;
+  s.boot_id = "b";
+  REQUIRE(store->ingestBatch(makeBatch("n1", 1, {s}), "agent-n1").status == IngestResult::Status::kStored);
+  int64_t max_id = 0;
+  auto got = store->symptomsForWindow({"n1"}, kT0, kT0 + 60 * kSec, kT0 + 60 * kSec, &max_id);
+  REQUIRE(got.size() == 1);
+  CHECK(max_id > 0);
+  CHECK(symptomToJson(got[0]) == symptomToJson(s));
+  // Outside the window or on another node: nothing.
+  CHECK(store->symptomsForWindow({"n1"}, kT0 + 10 * kSec, kT0 + 60 * kSec, 0, nullptr).empty());
+  CHECK(store->symptomsForWindow({"n2"}, kT0, kT0 + 60 * kSec, 0, nullptr).empty());
+  SymptomFilter f;
+  f.rule_id = "ib.*";
+  CHECK(store->symptoms(f).size() == 1);
+  f.rule_id = "gpu.*";
+  CHECK(store->symptoms(f).empty());
+}
+
+TEST_CASE("store: heartbeats record liveness, reported-up-to and source status", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  HeartbeatInfo hb;
+  hb.agent_id = "agent-n1";
+  hb.hostname = "n1";
+  hb.boot_id = "b1";
+  hb.created_ns = kT0 - kSec;
+  hb.sources = {{"journal", "journal", "ok", "", 100, 0, 0}, {"kmsg", "kmsg", "error", "EACCES", 0, 0, 0}};
+  std::string reason;
+  REQUIRE(store->recordHeartbeat(hb, "agent-n1", &reason));
+  auto n = store->node("n1");
+  REQUIRE(n);
+  CHECK(n->reported_ns == kT0 - kSec);
+  CHECK(n->last_heartbeat_ns == kT0);
+  REQUIRE(n->sources.size() == 2);
+  CHECK(n->sources[1].status == "error");
+  // With batches still spooled, the node has not reported up to its heartbeat time.
+  hb.created_ns = kT0 + 100 * kSec;
+  hb.spool_batches = 3;
+  REQUIRE(store->recordHeartbeat(hb, "agent-n1", &reason));
+  CHECK(store->node("n1")->reported_ns == kT0 - kSec);
+  CHECK_FALSE(store->recordHeartbeat(hb, "agent-other", &reason));
+  CHECK(reason == "agent id mismatch");
+  auto agents = store->agents();
+  REQUIRE(agents.size() == 1);
+  CHECK(agents[0].spool_batches == 3);
+}
+
+TEST_CASE("store: job updates merge; a late start never reopens an ended job", "[store][jobs]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  std::string error;
+  JobUpdate start;
+  start.job_id = "42";
+  start.state = "RUNNING";
+  start.start_ns = kT0;
+  start.nodelist = "gpu-[01-03]";
+  start.source = "cli";
+  auto j = store->recordJob(start, &error);
+  REQUIRE(j);
+  CHECK(j->info.nodes == std::vector<std::string>{"gpu-01", "gpu-02", "gpu-03"});
+  CHECK_FALSE(j->ended());
+  JobUpdate end;
+  end.job_id = "42";
+  end.state = "FAILED";
+  end.exit_code = "1:0";
+  end.end_ns = kT0 + 600 * kSec;
+  end.source = "cli";
+  j = store->recordJob(end, &error);
+  REQUIRE(j);
+  CHECK(j->terminal_state == "fail");
+  CHECK(j->info.start_ns == kT0);
+  CHECK(j->end_recorded_ns == kT0);
+  CHECK(store->recordJob(start, &error)->terminal_state == "fail");
+  CHECK(store->jobsAwaitingVerdict().size() == 1);
+  CHECK(store->jobsAt("gpu-02", kT0 + 700 * kSec, 0, 120 * kSec) == std::vector<std::string>{"42"});
+  CHECK(store->jobsAt("gpu-02", kT0 + 800 * kSec, 0, 120 * kSec).empty());
+  CHECK(store->jobsAt("gpu-04", kT0 + 10 * kSec, 0, 0).empty());
+  JobFilter f;
+  f.node = "gpu-03";
+  CHECK(store->jobs(f).size() == 1);
+  f.state = "success";
+  CHECK(store->jobs(f).empty());
+
+  JobUpdate bad;
+  bad.job_id = "bad id; drop";
+  CHECK_FALSE(store->recordJob(bad, &error));
+  bad.job_id = "43";
+  bad.nodelist = "gpu-[01-";
+  CHECK_FALSE(store->recordJob(bad, &error));
+  bad.nodelist = "";
+  bad.start_ns = kT0;
+  bad.end_ns = kT0 - 1;
+  CHECK_FALSE(store->recordJob(bad, &error));
+}
+
+TEST_CASE("store: verdict revisions keep history", "[store][verdicts]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  VerdictRow v;
+  v.job_id = "7";
+  v.status = "provisional";
+  v.reason = "job_end";
+  v.diagnosis.job_id = "7";
+  v.diagnosis.sub_domain = common::SubDomain::kHardware;
+  v.diagnosis.responsible = {{"gpu-01", "0000:3b:00.0", 0.9}};
+  std::string error;
+  CHECK(store->addVerdict(v, &error) == 1);
+  v.status = "final";
+  v.diagnosis.sub_domain = common::SubDomain::kNetwork;
+  CHECK(store->addVerdict(v, &error) == 2);
+  auto latest = store->latestVerdict("7");
+  REQUIRE(latest);
+  CHECK(latest->revision == 2);
+  CHECK(latest->diagnosis.sub_domain == common::SubDomain::kNetwork);
+  auto history = store->verdictHistory("7");
+  REQUIRE(history.size() == 2);
+  CHECK(history[0].diagnosis.sub_domain == common::SubDomain::kHardware);
+  CHECK(store->openVerdicts().empty());
+  CHECK(store->nodeHistory("gpu-01", 0).size() == 2);
+}
+
+TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  for (uint64_t seq = 1; seq <= 50; ++seq) {
+    std::vector<common::Symptom> ss;
+    for (int i = 0; i < 10; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0));
+    REQUIRE(store->ingestBatch(makeBatch("n1", seq, ss), "agent-n1").status == IngestResult::Status::kStored);
+  }
+  clock.advance(10 * kSec);
+  REQUIRE(store->ingestBatch(makeBatch("n1", 51, {makeSymptom("n1", "fresh", kT0 + 10 * kSec)}), "agent-n1").status ==
+          IngestResult::Status::kStored);
+  size_t steps = 0, total = 0;
+  while (true) {
+    size_t n = store->pruneStep(kT0 + 5 * kSec, 0, 64);
+    CHECK(n <= 64);
+    total += n;
+    ++steps;
+    if (n < 64) break;
+  }
+  CHECK(steps > 5);
+  CHECK(total >= 550);
+  auto c = store->counts();
+  CHECK(c.symptoms == 1);
+  CHECK(c.batches == 1);
+}
+
+// The child process ingests batches as fast as it can and reports each commit on a pipe; the
+// parent kills it with SIGKILL mid-stream and checks the file: intact, and every batch either
+// wholly present or wholly absent.
+TEST_CASE("store: survives kill -9 during writes", "[store][crash]") {
+  TempDir dir;
+  const std::string path = dir.file("crash.db");
+  constexpr int kPerBatch = 20;
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    SystemClock clock;
+    std::string error;
+    auto store = Store::open(path, clock, {}, &error);
+    if (!store) _exit(3);
+    for (uint64_t seq = 1;; ++seq) {
+      std::vector<common::Symptom> ss;
+      for (int i = 0; i < kPerBatch; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0 + int64_t(seq)));
+      if (store->ingestBatch(makeBatch("n1", seq, ss), "agent-n1").status != IngestResult::Status::kStored) _exit(4);
+      char c = 'x';
+      if (write(fds[1], &c, 1) != 1) _exit(5);
+    }
+  }
+  close(fds[1]);
+  // Wait for a few hundred commits, then kill while it is writing the next ones.
+  int committed = 0;
+  char buf[64];
+  while (committed < 300) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    REQUIRE(n > 0);
+    committed += static_cast<int>(n);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  CHECK(WIFSIGNALED(status));
+
+  ManualClock clock(kT0);
+  auto store = openStore(path, clock);
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw, "PRAGMA integrity_check", -1, &st, nullptr);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  auto c = store->counts();
+  CHECK(c.batches >= 300);
+  CHECK(c.symptoms == c.batches * kPerBatch);
+  // The agent resends what it did not get acked: the stored ones are duplicates, the rest land.
+  auto replay = makeBatch("n1", 1, {makeSymptom("n1", "r0", kT0)});
+  CHECK(store->ingestBatch(replay, "agent-n1").status == IngestResult::Status::kDuplicate);
+}
