@@ -32,13 +32,16 @@ std::optional<common::SourceKind> parseSourceKind(std::string_view s) {
   return std::nullopt;
 }
 
-// Slurm states of a job that has not finished.
-bool isActiveState(std::string_view s) {
+}  // namespace
+
+bool isActiveJobState(std::string_view s) {
   for (std::string_view a : {"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
                              "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "REQUEUE_HOLD", "REQUEUE_FED"})
     if (s.substr(0, a.size()) == a) return true;
   return false;
 }
+
+namespace {
 
 bool validJobId(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;
@@ -419,9 +422,9 @@ std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
   row.info.job_id = u.job_id;
   if (!u.state.empty()) {
     // A late "start" (RUNNING) never reopens a job that has ended.
-    if (!(isActiveState(u.state) && row.ended())) {
+    if (!(isActiveJobState(u.state) && row.ended())) {
       row.info.state = u.state;
-      row.terminal_state = isActiveState(u.state) ? "" : common::terminalStateOf(u.state);
+      row.terminal_state = isActiveJobState(u.state) ? "" : common::terminalStateOf(u.state);
     }
   }
   if (!u.exit_code.empty()) row.info.exit_code = u.exit_code;
@@ -503,12 +506,14 @@ std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
   return out;
 }
 
-std::vector<std::string> Store::jobsAt(const std::string& node, int64_t t_ns, int64_t pre_ns, int64_t post_ns) {
+std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
+                                       int64_t post_ns) {
   std::lock_guard lock(mu_);
   Stmt s(db_->get(),
-         "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 AND j.start_ns > 0 "
-         "AND j.start_ns - ?3 <= ?2 AND (j.end_ns = 0 OR j.end_ns + ?4 >= ?2) ORDER BY j.start_ns");
-  s.bind(1, node).bind(2, t_ns).bind(3, pre_ns).bind(4, post_ns);
+         "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 "
+         "AND (j.start_ns = 0 OR j.start_ns - ?4 <= ?3) AND (j.end_ns = 0 OR j.end_ns + ?5 >= ?2) "
+         "AND (j.start_ns > 0 OR j.end_ns > 0) ORDER BY j.start_ns, j.job_id");
+  s.bind(1, node).bind(2, from_ns).bind(3, to_ns).bind(4, pre_ns).bind(5, post_ns);
   std::vector<std::string> out;
   while (s.step() == SQLITE_ROW) out.push_back(s.text(0));
   return out;

@@ -47,6 +47,9 @@ struct IngestResult {
 };
 std::string_view ingestStatusName(IngestResult::Status s);
 
+// Slurm states of a job that has not finished (RUNNING, PENDING, COMPLETING, ...).
+bool isActiveJobState(std::string_view slurm_state);
+
 struct SourceStatusInfo {
   std::string source;
   std::string format;
@@ -186,8 +189,10 @@ class Store {
   std::vector<JobRow> jobs(const JobFilter& filter);
   // Ended jobs in a failure state that have no verdict yet, oldest end first.
   std::vector<JobRow> jobsAwaitingVerdict(size_t limit = 100);
-  // Jobs (ended) on `node` whose window [start - pre, end + post] contains t_ns.
-  std::vector<std::string> jobsAt(const std::string& node, int64_t t_ns, int64_t pre_ns, int64_t post_ns);
+  // Jobs on `node` whose window [start - pre, end + post] (end open while running) overlaps
+  // [from_ns, to_ns]: how a symptom maps to the jobs it may concern.
+  std::vector<std::string> jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
+                                  int64_t post_ns);
 
   // Symptoms of `nodes` with last_ns in [from, to] (untimed ones: received in [from, to_received]),
   // in (node, id) order. `max_id` (if non-null) gets the highest id returned.

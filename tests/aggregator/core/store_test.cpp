@@ -177,9 +177,9 @@ TEST_CASE("store: job updates merge; a late start never reopens an ended job", "
   CHECK(j->end_recorded_ns == kT0);
   CHECK(store->recordJob(start, &error)->terminal_state == "fail");
   CHECK(store->jobsAwaitingVerdict().size() == 1);
-  CHECK(store->jobsAt("gpu-02", kT0 + 700 * kSec, 0, 120 * kSec) == std::vector<std::string>{"42"});
-  CHECK(store->jobsAt("gpu-02", kT0 + 800 * kSec, 0, 120 * kSec).empty());
-  CHECK(store->jobsAt("gpu-04", kT0 + 10 * kSec, 0, 0).empty());
+  CHECK(store->jobsAt("gpu-02", kT0 + 700 * kSec, kT0 + 700 * kSec, 0, 120 * kSec) == std::vector<std::string>{"42"});
+  CHECK(store->jobsAt("gpu-02", kT0 + 800 * kSec, kT0 + 800 * kSec, 0, 120 * kSec).empty());
+  CHECK(store->jobsAt("gpu-04", kT0 + 10 * kSec, kT0 + 10 * kSec, 0, 0).empty());
   JobFilter f;
   f.node = "gpu-03";
   CHECK(store->jobs(f).size() == 1);

@@ -1,0 +1,145 @@
+#include "aggregator/verdicts/verdict_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace faultline::aggregator {
+
+namespace {
+constexpr const char* kWatermarkKey = "verdicts.symptom_watermark";
+}
+
+VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
+                             VerdictOptions options, Metrics* metrics)
+    : store_(store), clock_(clock), rules_(std::move(rules)), options_(options), metrics_(metrics) {}
+
+std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job) {
+  std::vector<std::string> out;
+  const int64_t needed = job.info.end_ns + options_.window_margin_ns;
+  for (const auto& n : job.info.nodes) {
+    auto row = store_.node(n);
+    if (!row || row->reported_ns < needed) out.push_back(n);
+  }
+  return out;
+}
+
+VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason) {
+  const int64_t now = clock_.nowNs();
+  const auto& c = options_.correlator;
+  // Window: the correlator decides what counts; fetch what it could use. A job without a known
+  // start is looked at from a day before its end.
+  int64_t start = job.info.start_ns ? job.info.start_ns : job.info.end_ns - 86400 * kSecondNs;
+  int64_t from = start - std::max({c.context_pre_start_ns, c.pre_start_ns, options_.window_margin_ns});
+  int64_t to = job.info.end_ns + std::max(c.post_end_ns, options_.window_margin_ns);
+  // Untimed symptoms (rank tracebacks) are placed by when they arrived: until the settle point.
+  int64_t to_received = std::max(to, (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) + options_.settle_ns);
+  VerdictRow v;
+  v.job_id = job.info.job_id;
+  v.reason = reason;
+  v.created_ns = now;
+  auto symptoms = store_.symptomsForWindow(job.info.nodes, from, to, to_received, &v.max_symptom_id);
+  v.symptoms = symptoms.size();
+  v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
+
+  // Coverage from the agents: what each node's sources say, and who is silent.
+  std::vector<common::CoverageEntry> coverage;
+  for (const auto& n : job.info.nodes) {
+    auto row = store_.node(n);
+    if (!row || row->last_heartbeat_ns == 0) {
+      if (row && row->last_seen_ns && now - row->last_seen_ns <= options_.agent_timeout_ns) {
+        coverage.push_back({n, "agent", "", 0, 0, "partial", "batches but no heartbeat yet"});
+        continue;
+      }
+      coverage.push_back({n, "agent", "", 0, 0, "missing", "no agent has reported from this node"});
+      continue;
+    }
+    if (now - row->last_heartbeat_ns > options_.agent_timeout_ns) {
+      coverage.push_back({n, "agent", "", 0, 0, "missing",
+                          fmt::format("no heartbeat for {}s", (now - row->last_heartbeat_ns) / kSecondNs)});
+      continue;
+    }
+    if (row->sources.empty()) coverage.push_back({n, "agent", "", 0, 0, "ok", ""});
+    for (const auto& s : row->sources)
+      coverage.push_back({n, s.source, s.format, s.records, s.skipped, s.status, s.reason});
+  }
+  v.diagnosis.coverage = std::move(coverage);
+  v.missing_nodes = unreportedNodes(job);
+  bool reported = v.missing_nodes.empty();
+  bool timed_out = now - (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) >= options_.final_timeout_ns;
+  v.status = reported || timed_out ? "final" : "provisional";
+  return v;
+}
+
+std::optional<VerdictRow> VerdictEngine::store(VerdictRow v) {
+  std::string error;
+  int rev = store_.addVerdict(v, &error);
+  if (!rev) {
+    if (metrics_) metrics_->add("faultline_verdict_errors_total");
+    return std::nullopt;
+  }
+  v.revision = rev;
+  if (metrics_) {
+    metrics_->add("faultline_verdicts_total", "sub_domain", std::string(common::subDomainName(v.diagnosis.sub_domain)));
+    if (rev == 1) {
+      auto job = store_.job(v.job_id);
+      // Time from the job's end (as the scheduler stamped it) to its first stored verdict.
+      if (job && job->info.end_ns && v.created_ns >= job->info.end_ns)
+        metrics_->observe("faultline_verdict_latency_seconds", double(v.created_ns - job->info.end_ns) / 1e9);
+    }
+  }
+  return v;
+}
+
+std::optional<VerdictRow> VerdictEngine::onJobEnded(const std::string& job_id) {
+  auto job = store_.job(job_id);
+  if (!job || !job->failed() || store_.latestVerdict(job_id)) return std::nullopt;
+  return store(evaluate(*job, "job_end"));
+}
+
+size_t VerdictEngine::tick() {
+  size_t written = 0;
+  const int64_t now = clock_.nowNs();
+  // 1. Failed jobs without a verdict (ends recorded by sacct, import, or a direct --db write).
+  for (const auto& job : store_.jobsAwaitingVerdict())
+    if (store(evaluate(job, "job_end"))) ++written;
+
+  // 2. Symptoms stored since the last tick: which jobs' windows do they fall in?
+  std::set<std::string> late;
+  int64_t watermark = store_.metaInt(kWatermarkKey, 0);
+  int64_t newest = watermark;
+  const int64_t pre = std::max(options_.correlator.pre_start_ns, options_.window_margin_ns);
+  const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
+  for (const auto& span : store_.symptomsSince(watermark)) {
+    newest = std::max(newest, span.max_id);
+    for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
+      late.insert(id);
+  }
+  if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
+  std::map<std::string, VerdictRow> latest;
+  for (const auto& id : late)
+    if (auto v = store_.latestVerdict(id)) latest.emplace(id, std::move(*v));
+  for (auto& v : store_.openVerdicts()) latest.emplace(v.job_id, std::move(v));
+
+  // 3. Per job with a verdict that may be due a revision.
+  for (auto& [id, v] : latest) {
+    auto job = store_.job(id);
+    if (!job || !job->ended()) continue;
+    VerdictRow next = evaluate(*job, "");
+    const int64_t ended = job->end_recorded_ns ? job->end_recorded_ns : job->info.end_ns;
+    if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
+    else if (job->terminal_state != v.diagnosis.terminal_state) next.reason = "job_update";
+    else if (v.status == "provisional" && next.status == "final")
+      next.reason = next.missing_nodes.empty() ? "reported" : "timeout";
+    else if (v.status == "provisional" && v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns)
+      next.reason = "settle";
+    else continue;
+    if (v.status == "final") next.status = "final";
+    if (store(std::move(next))) ++written;
+  }
+  return written;
+}
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,71 @@
+// Per-job verdicts over every node's stored symptoms, revised as evidence arrives.
+//
+// Life of a verdict (docs/aggregator.md):
+//   job ends in a failure state -> revision 1, provisional ("job_end"), at once;
+//   settle time after the end was recorded -> a new revision ("settle");
+//   symptoms for the job's window arrive after a revision -> a new revision ("late_symptoms");
+//   a changed job state (sacct refines FAILED -> NODE_FAIL) -> a new revision ("job_update");
+//   every node's agent has reported past end + margin with an empty spool -> final ("reported");
+//   final_timeout after the end with nodes still silent -> final on partial evidence ("timeout"),
+//   with the silent nodes in `missing_nodes` and in the diagnosis' coverage.
+// Late symptoms after a final verdict still revise it (it stays final).
+//
+// The verdict itself is common::correlate — the same code as `faultline attribute`. The engine
+// reads time only from the injected Clock, so tests move time by hand and never sleep.
+// Threading: not thread-safe; call from one thread (the aggregator's io_context). Blocking: each
+// call runs a few short store transactions.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "aggregator/clock.h"
+#include "aggregator/metrics/metrics.h"
+#include "aggregator/store/store.h"
+#include "common/correlator.h"
+#include "common/rule_set.h"
+
+namespace faultline::aggregator {
+
+struct VerdictOptions {
+  int64_t settle_ns = 120 * kSecondNs;
+  // Symptoms up to this long after a job's end belong to its window (and this long before its
+  // start, for mapping; the correlator reaches further back for context on its own).
+  int64_t window_margin_ns = 120 * kSecondNs;
+  // A node whose agent has not sent a heartbeat for this long has no live agent.
+  int64_t agent_timeout_ns = 90 * kSecondNs;
+  // Stop waiting for silent nodes after this long: the verdict becomes final on partial evidence.
+  int64_t final_timeout_ns = 3600 * kSecondNs;
+  common::CorrelatorOptions correlator;
+};
+
+class VerdictEngine {
+ public:
+  // `store`, `clock` and `metrics` (may be null) must outlive the engine. `rules` (may be null)
+  // supplies recommended actions.
+  VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
+                VerdictOptions options, Metrics* metrics = nullptr);
+
+  // Provisional verdict for a job whose end was just recorded, if it failed and has none yet.
+  std::optional<VerdictRow> onJobEnded(const std::string& job_id);
+  // Everything due now: first verdicts, settle/late/final revisions. Returns revisions written.
+  size_t tick();
+  // The verdict `job` would get now (not stored).
+  VerdictRow evaluate(const JobRow& job, const std::string& reason);
+
+  const VerdictOptions& options() const { return options_; }
+
+ private:
+  std::optional<VerdictRow> store(VerdictRow v);
+  // Nodes of `job` whose agent has not yet reported past end + margin.
+  std::vector<std::string> unreportedNodes(const JobRow& job);
+
+  Store& store_;
+  const Clock& clock_;
+  std::shared_ptr<const common::RuleSet> rules_;
+  VerdictOptions options_;
+  Metrics* metrics_;
+};
+
+}  // namespace faultline::aggregator

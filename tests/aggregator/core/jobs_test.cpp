@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "aggregator/jobs/job_events.h"
+#include "aggregator/jobs/sacct_poller.h"
+#include "tests/aggregator/core/test_util.h"
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+using nlohmann::json;
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Real `sacct --json` output (Slurm 23.11) with a second, still running job and a pending one.
+std::string threeJobs() {
+  json j = json::parse(readFile(FAULTLINE_SOURCE_DIR "/samples/host-oom/sacct.json"));
+  json running = j["jobs"][0];
+  running["job_id"] = 4910050;
+  running["state"]["current"] = {"RUNNING"};
+  running["nodes"] = "gpu-h[01-02]";
+  running["time"]["end"] = json{{"set", true}, {"infinite", false}, {"number", 0}};
+  json pending = running;
+  pending["job_id"] = 4910051;
+  pending["state"]["current"] = {"PENDING"};
+  pending["nodes"] = "None assigned";
+  j["jobs"].push_back(running);
+  j["jobs"].push_back(pending);
+  return j.dump(2);
+}
+
+}  // namespace
+
+TEST_CASE("jobs: start/end bodies of the HTTP write endpoint", "[jobs]") {
+  std::string error;
+  auto start = jobUpdateFromJson(json{{"nodes", "gpu-[01-04]"}, {"time", "2024-06-01T10:00:00Z"}}, "7",
+                                 JobEventKind::kStart, kT0 + 5, &error);
+  REQUIRE(start);
+  CHECK(start->state == "RUNNING");
+  CHECK(start->start_ns == kT0);
+  CHECK(start->nodelist == "gpu-[01-04]");
+  auto end = jobUpdateFromJson(json{{"exit_code", "1:0"}}, "7", JobEventKind::kEnd, kT0 + 5, &error);
+  REQUIRE(end);
+  CHECK(end->state == "FAILED");
+  CHECK(end->end_ns == kT0 + 5);
+  CHECK(jobUpdateFromJson(json{{"exit_code", "0:0"}}, "7", JobEventKind::kEnd, kT0, &error)->state == "COMPLETED");
+  CHECK(jobUpdateFromJson(json{{"time", 1717236000}}, "7", JobEventKind::kEnd, 0, &error)->end_ns == kT0);
+  CHECK_FALSE(jobUpdateFromJson(json{{"time", "yesterday"}}, "7", JobEventKind::kEnd, 0, &error));
+  CHECK_FALSE(jobUpdateFromJson(json{{"state", "failed; rm"}}, "7", JobEventKind::kEnd, 0, &error));
+  CHECK_FALSE(jobUpdateFromJson(json::array(), "7", JobEventKind::kEnd, 0, &error));
+}
+
+TEST_CASE("jobs: every job of real sacct --json output", "[jobs]") {
+  std::vector<std::string> errors;
+  auto jobs = jobUpdatesFromSacct(threeJobs(), &errors);
+  CHECK(errors.empty());
+  REQUIRE(jobs.size() == 3);
+  CHECK(jobs[0].job_id == "4910033");
+  CHECK(jobs[0].state == "OUT_OF_MEMORY");
+  CHECK(jobs[0].nodes == std::vector<std::string>{"gpu-g03", "gpu-g04"});
+  CHECK(jobs[0].end_ns > jobs[0].start_ns);
+  CHECK(jobs[1].state == "RUNNING");
+  CHECK(jobs[1].end_ns == 0);
+  CHECK(jobs[2].nodes.empty());
+  CHECK(jobUpdatesFromSacct("{not json", &errors).empty());
+  CHECK_FALSE(errors.empty());
+}
+
+TEST_CASE("jobs: sacct poll through a fake sacct command, and import", "[jobs]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  std::string error;
+  auto store = Store::open(dir.file("j.db"), clock, {}, &error);
+  REQUIRE(store);
+  {
+    std::ofstream(dir.file("out.json")) << threeJobs();
+    std::ofstream script(dir.file("sacct"));
+    script << "#!/bin/sh\n# fake sacct: checks it was asked for JSON, prints a capture\n"
+              "case \"$*\" in *--json*) ;; *) echo 'want --json' >&2; exit 2;; esac\n"
+              "cat '" << dir.file("out.json") << "'\n";
+  }
+  std::filesystem::permissions(dir.file("sacct"), std::filesystem::perms::owner_all);
+
+  SacctPoller poller({dir.file("sacct") + " --json --allusers", 1 << 20});
+  auto r = poller.pollOnce(*store);
+  CHECK(r.ok);
+  CHECK(r.errors.empty());
+  CHECK(r.jobs == 3);
+  auto oom = store->job("4910033");
+  REQUIRE(oom);
+  CHECK(oom->terminal_state == "out_of_memory");
+  CHECK(oom->source == "sacct");
+  CHECK(store->job("4910050")->terminal_state.empty());
+  CHECK(store->jobsAwaitingVerdict().size() == 1);
+  // Polling again changes nothing but the update stamp.
+  CHECK(poller.pollOnce(*store).jobs == 3);
+  CHECK(store->counts().jobs == 3);
+
+  SacctPoller broken({dir.file("sacct") + " --no-json", 1 << 20});
+  auto bad = broken.pollOnce(*store);
+  CHECK_FALSE(bad.ok);
+  REQUIRE(bad.errors.size() == 1);
+  CHECK_THAT(bad.errors[0], Catch::Contains("status 2"));
+
+  std::vector<std::string> errors;
+  CHECK(importSacct(*store, readFile(FAULTLINE_SOURCE_DIR "/samples/timeout-healthy/sacct.json"), "import", &errors) == 1);
+  CHECK(errors.empty());
+}
