@@ -130,11 +130,12 @@ void Shipper::kick() {
     if (next.empty()) break;
     const auto& b = next.front();
     int64_t now = clock_.steadyNs();
-    if (!bucket_.tryTake(b.payload.size(), now)) {
-      armThrottle(bucket_.waitNs(b.payload.size(), now));
+    if (int64_t wait = bucket_.waitNs(b.payload.size(), now); wait > 0) {
+      armThrottle(wait);
       break;
     }
     if (!sendFrames(kTypeBatch, b.payload)) break;  // not connected: the tick retries
+    bucket_.take(b.payload.size(), now);  // only what actually went out counts
     in_flight_[b.sequence] = now;
     ++stats_.sent;
   }

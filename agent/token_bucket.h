@@ -26,6 +26,12 @@ class TokenBucket {
     tokens_ -= static_cast<double>(bytes);
     return true;
   }
+  // Takes `bytes` unconditionally (after a send that waitNs() allowed).
+  void take(uint64_t bytes, int64_t now_ns) {
+    if (unlimited()) return;
+    refill(now_ns);
+    tokens_ -= static_cast<double>(bytes);
+  }
   // Nanoseconds until tryTake(bytes) can succeed (0 = now).
   int64_t waitNs(uint64_t bytes, int64_t now_ns) {
     if (unlimited()) return 0;

@@ -1,0 +1,217 @@
+// The shipper against a minimal acking ZeroMQ receiver on 127.0.0.1: acks delete from the spool,
+// unacknowledged batches are resent after the (manual-clock) timeout, the receiver being down
+// lets the spool fill and then drain in order, CurveZMQ works with a generated key pair.
+#include "agent/shipper.h"
+
+#include <catch2/catch.hpp>
+
+#include "agent/test_util.h"
+
+using namespace faultline;
+using namespace faultline::agent;
+using namespace faultline::agent::testing;
+
+namespace {
+
+void spoolBatches(Spool& spool, int n, common::Severity sev = common::Severity::kError) {
+  for (int i = 0; i < n; ++i) {
+    common::SymptomBatchData b;
+    b.header.agent_id = "agent-1";
+    common::Symptom s;
+    s.rule_id = "r" + std::to_string(i);
+    s.severity = sev;
+    s.count = 1;
+    b.symptoms = {s};
+    SpoolCommit c;
+    c.batches = {b};
+    std::string error;
+    REQUIRE(spool.commit(c, &error));
+  }
+}
+
+ShipperOptions options(const std::string& endpoint) {
+  ShipperOptions o;
+  o.endpoints = {endpoint};
+  o.agent_id = "agent-1";
+  o.tick_ms = 0;  // the test drives tick() with the manual clock
+  o.ack_timeout_ns = 5'000'000'000;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("shipper: batches are acknowledged and leave the spool", "[shipper]") {
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  REQUIRE(spool);
+  spoolBatches(*spool, 5);
+  Shipper shipper(io, ctx, clock, *spool, options(rx.endpoint()));
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return spool->stats().batches == 0;
+  }));
+  CHECK(rx.batches.size() == 5);
+  CHECK(rx.order == std::vector<uint64_t>{1, 2, 3, 4, 5});
+  CHECK(shipper.stats().acked == 5);
+  CHECK(shipper.inFlight() == 0);
+  shipper.stop();
+}
+
+TEST_CASE("shipper: receiver down, spool fills (bounded), drains in order when it is back", "[shipper]") {
+  zmq::context_t ctx;
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  SpoolOptions so;
+  so.max_bytes = 64 << 10;
+  auto spool = Spool::open(":memory:", so, &error);
+  REQUIRE(spool);
+  // Find a free port: bind, read it back, close.
+  std::string endpoint;
+  {
+    Receiver probe(ctx);
+    endpoint = probe.endpoint();
+  }
+  auto o = options(endpoint);
+  o.max_in_flight = 4;
+  Shipper shipper(io, ctx, clock, *spool, o);
+  REQUIRE(shipper.start(&error));
+  spoolBatches(*spool, 2000);  // ~50 bytes each: over the 64 KiB bound
+  io.restart();
+  io.poll();
+  shipper.kick();
+  CHECK(shipper.stats().sent == 0);  // ZMQ_IMMEDIATE: nothing queued without a connection
+  auto st = spool->stats();
+  CHECK(st.bytes <= so.max_bytes);
+  CHECK(st.dropped_symptoms > 0);
+  uint64_t kept = st.batches;
+  uint64_t first_kept = spool->unacked(1, false)[0].sequence;
+
+  Receiver rx(ctx, endpoint);
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    clock.advance(1'000'000'000);
+    shipper.tick();
+    return spool->stats().batches == 0;
+  }, std::chrono::seconds(30)));
+  CHECK(rx.batches.size() == kept);
+  CHECK(rx.batches.front().header.sequence == first_kept);
+  bool ordered = true;
+  for (size_t i = 1; i < rx.batches.size(); ++i)
+    ordered = ordered && rx.batches[i].header.sequence > rx.batches[i - 1].header.sequence;
+  CHECK(ordered);
+  shipper.stop();
+}
+
+TEST_CASE("shipper: an unacknowledged batch is resent after the timeout; duplicates are harmless", "[shipper]") {
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  rx.ack = false;
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  spoolBatches(*spool, 1);
+  Shipper shipper(io, ctx, clock, *spool, options(rx.endpoint()));
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return rx.received == 1;
+  }));
+  shipper.tick();  // not yet timed out
+  rx.ack = true;
+  clock.advance(6'000'000'000);
+  shipper.tick();
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    return spool->stats().batches == 0;
+  }));
+  CHECK(rx.received == 2);
+  CHECK(rx.duplicates == 1);
+  CHECK(rx.batches.size() == 1);
+  CHECK(shipper.stats().resent == 1);
+}
+
+TEST_CASE("shipper: critical batches go first; the byte-rate cap holds sends back", "[shipper]") {
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  spoolBatches(*spool, 3, common::Severity::kWarning);
+  spoolBatches(*spool, 1, common::Severity::kCritical);
+  auto o = options(rx.endpoint());
+  o.max_in_flight = 1;
+  o.rate_bytes_per_sec = 100;
+  o.rate_burst_bytes = 100;
+  Shipper shipper(io, ctx, clock, *spool, o);
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return rx.received >= 1 && shipper.inFlight() == 0;
+  }));
+  CHECK(rx.order.front() == 4);  // the critical one, though spooled last
+  // The bucket is empty now: nothing more until the (manual) clock refills it.
+  rx.pump();
+  shipper.kick();
+  CHECK(rx.received == 1);
+  CHECK(shipper.stats().throttled >= 1);
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    clock.advance(1'000'000'000);
+    shipper.kick();
+    return spool->stats().batches == 0;
+  }));
+  CHECK(rx.order == std::vector<uint64_t>{4, 1, 2, 3});
+}
+
+TEST_CASE("shipper: CurveZMQ with a generated key pair", "[shipper]") {
+  char server_pub[41], server_sec[41], agent_pub[41], agent_sec[41];
+  REQUIRE(zmq_curve_keypair(server_pub, server_sec) == 0);
+  REQUIRE(zmq_curve_keypair(agent_pub, agent_sec) == 0);
+  zmq::context_t ctx;
+  Receiver rx(ctx, "tcp://127.0.0.1:*", server_sec);
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  spoolBatches(*spool, 2);
+  auto o = options(rx.endpoint());
+  o.curve_secret_key = agent_sec;
+  o.curve_server_key = server_pub;
+  Shipper shipper(io, ctx, clock, *spool, o);
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return spool->stats().batches == 0;
+  }));
+  CHECK(rx.batches.size() == 2);
+
+  SECTION("a wrong server key gets nothing through") {
+    char other_pub[41], other_sec[41];
+    REQUIRE(zmq_curve_keypair(other_pub, other_sec) == 0);
+    auto spool2 = Spool::open(":memory:", {}, &error);
+    spoolBatches(*spool2, 1);
+    auto o2 = o;
+    o2.curve_server_key = other_pub;
+    Shipper bad(io, ctx, clock, *spool2, o2);
+    REQUIRE(bad.start(&error));
+    runUntil(io, [&] {
+      rx.pump();
+      bad.kick();
+      return false;
+    }, std::chrono::milliseconds(300));
+    CHECK(rx.batches.size() == 2);
+    CHECK(spool2->stats().batches == 1);
+  }
+}

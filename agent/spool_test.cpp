@@ -1,0 +1,156 @@
+#include "agent/spool.h"
+
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "agent/test_util.h"
+
+using namespace faultline;
+using namespace faultline::agent;
+using faultline::agent::testing::TempDir;
+
+namespace {
+
+common::Symptom symptom(const std::string& rule, common::Severity sev, uint32_t count = 1) {
+  common::Symptom s;
+  s.rule_id = rule;
+  s.severity = sev;
+  s.node = "n1";
+  s.count = count;
+  s.time_known = true;
+  s.first_ns = s.last_ns = 1'700'000'000'000'000'000;
+  return s;
+}
+
+common::SymptomBatchData batchOf(std::vector<common::Symptom> symptoms) {
+  common::SymptomBatchData b;
+  b.header.agent_id = "a1";
+  b.symptoms = std::move(symptoms);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("spool: commit assigns increasing sequences and survives reopen", "[spool]") {
+  TempDir dir;
+  std::string path = dir.file("spool.db");
+  std::string error;
+  {
+    auto spool = Spool::open(path, {}, &error);
+    REQUIRE(spool);
+    SpoolCommit c;
+    c.batches = {batchOf({symptom("xid.79", common::Severity::kCritical)}),
+                 batchOf({symptom("nccl.x", common::Severity::kError)})};
+    c.open_groups = {symptom("xid.13", common::Severity::kError, 7)};
+    c.checkpoints = {{"kmsg", "boot 42"}, {"journal", "s=abc"}};
+    auto seqs = spool->commit(c, &error);
+    REQUIRE(seqs);
+    CHECK(*seqs == std::vector<uint64_t>{1, 2});
+  }
+  auto spool = Spool::open(path, {}, &error);
+  REQUIRE(spool);
+  CHECK(spool->checkpoints() == std::map<std::string, std::string>{{"journal", "s=abc"}, {"kmsg", "boot 42"}});
+  auto groups = spool->openGroups();
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].rule_id == "xid.13");
+  CHECK(groups[0].count == 7);
+  auto pending = spool->unacked(10, false);
+  REQUIRE(pending.size() == 2);
+  std::string reason;
+  auto decoded = common::decodeBatch(pending[1].payload.data(), pending[1].payload.size(), &reason);
+  REQUIRE(decoded);
+  CHECK(decoded->header.sequence == 2);
+  CHECK(spool->ack(1));
+  CHECK(spool->unacked(10, false).size() == 1);
+  // A sequence is never reused, even after its batch is acknowledged and deleted.
+  SpoolCommit c2;
+  c2.batches = {batchOf({symptom("x", common::Severity::kInfo)})};
+  auto seqs = spool->commit(c2, &error);
+  REQUIRE(seqs);
+  CHECK(*seqs == std::vector<uint64_t>{3});
+  CHECK(spool->checkpoints().at("kmsg") == "boot 42");  // untouched when not named
+}
+
+TEST_CASE("spool: checkpoints move only together with the symptoms (rolled back on failure)", "[spool]") {
+  TempDir dir;
+  std::string path = dir.file("spool.db");
+  std::string error;
+  auto spool = Spool::open(path, {}, &error);
+  REQUIRE(spool);
+  SpoolCommit first;
+  first.checkpoints = {{"kmsg", "boot 1"}};
+  REQUIRE(spool->commit(first, &error));
+
+  // Another writer holds the database: the commit must fail as a whole.
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  SpoolCommit c;
+  c.batches = {batchOf({symptom("xid.79", common::Severity::kCritical)})};
+  c.checkpoints = {{"kmsg", "boot 99"}};
+  CHECK_FALSE(spool->commit(c, &error));
+  CHECK_FALSE(error.empty());
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+
+  CHECK(spool->checkpoints().at("kmsg") == "boot 1");
+  CHECK(spool->unacked(10, false).empty());
+  CHECK(spool->stats().next_sequence == 1);
+  // And succeeds once the lock is gone.
+  REQUIRE(spool->commit(c, &error));
+  CHECK(spool->checkpoints().at("kmsg") == "boot 99");
+  CHECK(spool->unacked(10, false).size() == 1);
+}
+
+TEST_CASE("spool: bounded; drops the least severe batches first and counts them", "[spool]") {
+  TempDir dir;
+  std::string error;
+  SpoolOptions opts;
+  opts.max_bytes = 4000;
+  auto spool = Spool::open(dir.file("spool.db"), opts, &error);
+  REQUIRE(spool);
+  auto big = [](const std::string& rule, common::Severity sev) {
+    auto s = symptom(rule, sev);
+    s.evidence = {std::string(900, 'x')};  // incompressible enough: distinct chars below
+    for (size_t i = 0; i < s.evidence[0].size(); ++i) s.evidence[0][i] = static_cast<char>('a' + (i * 7919) % 26);
+    return s;
+  };
+  for (int i = 0; i < 3; ++i) {
+    SpoolCommit c;
+    c.batches = {batchOf({big("crit" + std::to_string(i), common::Severity::kCritical)}),
+                 batchOf({big("info" + std::to_string(i), common::Severity::kInfo)})};
+    REQUIRE(spool->commit(c, &error));
+  }
+  auto st = spool->stats();
+  CHECK(st.bytes <= 4000);
+  CHECK(st.dropped_symptoms >= 1);
+  auto left = spool->unacked(100, true);
+  size_t crit = 0, info = 0;
+  for (const auto& b : left) (b.max_severity == common::Severity::kCritical ? crit : info)++;
+  CHECK(crit == 3);  // only info batches were dropped
+  CHECK(info + st.dropped_batches == 3);
+  // critical first, then by sequence
+  REQUIRE(left.size() >= 3);
+  CHECK(left[0].max_severity == common::Severity::kCritical);
+  CHECK(left[0].sequence < left[1].sequence);
+}
+
+TEST_CASE("spool: a corrupt spool file is moved aside and a fresh one created", "[spool]") {
+  TempDir dir;
+  std::string path = dir.file("spool.db");
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 1000; ++i) f << "this is not a database\n";
+  }
+  std::string error, note;
+  auto spool = Spool::open(path, {}, &error, &note);
+  REQUIRE(spool);
+  CHECK(note.find("moved aside") != std::string::npos);
+  CHECK(std::filesystem::exists(path + ".corrupt-1"));
+  std::string e2;
+  SpoolCommit c;
+  c.checkpoints = {{"kmsg", "b 1"}};
+  CHECK(spool->commit(c, &e2));
+}
