@@ -1,0 +1,222 @@
+#include "aggregator/http/api.h"
+
+#include <fmt/format.h>
+
+#include "aggregator/jobs/job_events.h"
+#include "aggregator/query/query.h"
+
+namespace faultline::aggregator {
+
+using nlohmann::json;
+
+std::string urlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') out += ' ';
+    else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+             std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else out += s[i];
+  }
+  return out;
+}
+
+std::string urlEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+std::string splitTarget(const std::string& target, std::multimap<std::string, std::string>* query) {
+  auto q = target.find('?');
+  std::string path = urlDecode(target.substr(0, q));
+  if (q != std::string::npos) {
+    std::string_view rest(target);
+    rest.remove_prefix(q + 1);
+    while (!rest.empty()) {
+      auto amp = rest.find('&');
+      auto item = rest.substr(0, amp);
+      auto eq = item.find('=');
+      if (!item.empty())
+        query->emplace(urlDecode(item.substr(0, eq)), eq == std::string_view::npos ? "" : urlDecode(item.substr(eq + 1)));
+      if (amp == std::string_view::npos) break;
+      rest.remove_prefix(amp + 1);
+    }
+  }
+  return path;
+}
+
+namespace {
+
+HttpResponse jsonResponse(int status, const json& body) { return {status, "application/json", body.dump(2) + "\n"}; }
+HttpResponse error(int status, const std::string& why) { return jsonResponse(status, json{{"error", why}}); }
+
+std::string param(const std::multimap<std::string, std::string>& q, const std::string& key) {
+  auto it = q.find(key);
+  return it == q.end() ? "" : it->second;
+}
+
+// Constant-time comparison so the token cannot be guessed byte by byte from response times.
+bool sameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+}  // namespace
+
+Api::Api(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, ApiOptions options)
+    : store_(store), engine_(engine), metrics_(metrics), clock_(clock), options_(std::move(options)) {}
+
+HttpResponse Api::handle(const HttpRequest& request) {
+  std::multimap<std::string, std::string> query;
+  std::string path = splitTarget(request.target, &query);
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  HttpResponse r = route(request, path, query);
+  metrics_.add("faultline_http_requests_total", "code", std::to_string(r.status));
+  return r;
+}
+
+HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id, bool end) {
+  const std::string prefix = "Bearer ";
+  if (options_.write_token.empty()) return error(403, "write endpoints are disabled (no token configured)");
+  if (request.authorization.compare(0, prefix.size(), prefix) != 0 ||
+      !sameSecret(std::string_view(request.authorization).substr(prefix.size()), options_.write_token)) {
+    metrics_.add("faultline_http_unauthorized_total");
+    return error(401, "bad or missing bearer token");
+  }
+  json body = request.body.empty() ? json(nullptr) : json::parse(request.body, nullptr, false);
+  if (body.is_discarded()) return error(400, "body is not JSON");
+  std::string why;
+  auto update = jobUpdateFromJson(body, job_id, end ? JobEventKind::kEnd : JobEventKind::kStart, clock_.nowNs(), &why);
+  if (!update) return error(400, why);
+  update->source = "http";
+  auto row = store_.recordJob(*update, &why);
+  if (!row) return error(why.rfind("store:", 0) == 0 ? 503 : 400, why);
+  metrics_.add("faultline_job_events_total", "kind", end ? "end" : "start");
+  json out{{"job_id", job_id}, {"state", row->info.state}, {"verdict", nullptr}};
+  if (end && engine_) {
+    int64_t t0 = clock_.steadyNs();
+    if (auto v = engine_->onJobEnded(job_id)) {
+      out["verdict"] = {{"revision", v->revision},
+                        {"status", v->status},
+                        {"sub_domain", common::subDomainName(v->diagnosis.sub_domain)}};
+      metrics_.observe("faultline_verdict_compute_seconds", double(clock_.steadyNs() - t0) / 1e9);
+    }
+  }
+  return jsonResponse(200, out);
+}
+
+HttpResponse Api::route(const HttpRequest& request, const std::string& path,
+                        const std::multimap<std::string, std::string>& query) {
+  const int64_t now = clock_.nowNs();
+  QueryContext q{store_, now, options_.agent_timeout_ns};
+  std::vector<std::string> parts;
+  for (size_t pos = 1; pos <= path.size();) {
+    auto slash = path.find('/', pos);
+    parts.push_back(path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
+    if (slash == std::string::npos) break;
+    pos = slash + 1;
+  }
+  auto since = [&](const std::string& fallback) -> std::optional<int64_t> {
+    std::string s = param(query, "since");
+    if (s.empty()) s = fallback;
+    if (s.empty()) return 0;
+    return parseSince(s, now);
+  };
+  auto limit = [&](size_t dflt) -> size_t {
+    std::string l = param(query, "limit");
+    if (l.empty()) return dflt;
+    try {
+      return std::min<size_t>(std::stoul(l), 100000);
+    } catch (...) {
+      return dflt;
+    }
+  };
+
+  if (request.method == "POST") {
+    if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end"))
+      return jobEvent(request, parts[1], parts[2] == "end");
+    return error(parts.size() == 3 && parts[0] == "jobs" ? 404 : 405, "no such write endpoint");
+  }
+  if (request.method != "GET" && request.method != "HEAD") return error(405, "method not allowed");
+
+  if (path == "/healthz") {
+    auto c = store_.counts();
+    return jsonResponse(200, json{{"status", "ok"},
+                                  {"schema_version", store_.schemaVersion()},
+                                  {"agents", c.agents},
+                                  {"nodes", c.nodes},
+                                  {"jobs", c.jobs},
+                                  {"symptoms", c.symptoms}});
+  }
+  if (path == "/metrics") {
+    auto c = store_.counts();
+    std::map<std::string, double> gauges{{"faultline_store_symptoms", double(c.symptoms)},
+                                         {"faultline_store_jobs", double(c.jobs)},
+                                         {"faultline_store_verdicts", double(c.verdicts)},
+                                         {"faultline_store_agents", double(c.agents)}};
+    return {200, "text/plain; version=0.0.4", metrics_.render(gauges)};
+  }
+  if (parts.empty()) return error(404, "not found");
+  auto bad_since = [&] { return error(400, "bad 'since' (use 7d, 24h, 30m or a timestamp)"); };
+  if (parts[0] == "jobs") {
+    if (parts.size() == 1) {
+      auto s = since("");
+      if (!s) return bad_since();
+      JobFilter f;
+      f.since_ns = *s;
+      f.state = param(query, "state");
+      f.sub_domain = param(query, "sub_domain");
+      f.node = param(query, "node");
+      f.limit = limit(500);
+      return jsonResponse(200, queryJobs(q, f));
+    }
+    if (parts.size() == 2) {
+      auto j = queryJob(q, parts[1]);
+      return j.is_null() ? error(404, "unknown job") : jsonResponse(200, j);
+    }
+    if (parts.size() == 3 && parts[2] == "diagnosis") {
+      auto d = queryDiagnosis(q, parts[1]);
+      if (d.is_null()) return error(404, store_.job(parts[1]) ? "job has no verdict" : "unknown job");
+      return jsonResponse(200, d);
+    }
+  }
+  if (parts[0] == "nodes") {
+    if (parts.size() == 1) {
+      if (param(query, "rank") == "1" || param(query, "rank") == "true") {
+        auto s = since("7d");
+        if (!s) return bad_since();
+        size_t min_jobs = 1;
+        if (!param(query, "min_jobs").empty()) min_jobs = std::strtoul(param(query, "min_jobs").c_str(), nullptr, 10);
+        return jsonResponse(200, queryFleet(q, *s, min_jobs));
+      }
+      return jsonResponse(200, queryNodes(q));
+    }
+    if (parts.size() == 2) {
+      auto s = since("7d");
+      if (!s) return bad_since();
+      auto n = queryNode(q, parts[1], *s);
+      return n.is_null() ? error(404, "unknown node") : jsonResponse(200, n);
+    }
+  }
+  if (path == "/agents") return jsonResponse(200, queryAgents(q));
+  if (path == "/symptoms") {
+    auto s = since("");
+    if (!s) return bad_since();
+    SymptomFilter f;
+    for (auto [it, end] = query.equal_range("node"); it != end; ++it) f.nodes.push_back(it->second);
+    f.rule_id = param(query, "rule");
+    f.since_ns = *s;
+    f.limit = limit(1000);
+    return jsonResponse(200, querySymptoms(q, f));
+  }
+  return error(404, "not found");
+}
+
+}  // namespace faultline::aggregator

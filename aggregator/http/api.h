@@ -1,0 +1,62 @@
+// The HTTP API as a pure request -> response function over the store (docs/api.md). The socket
+// side lives in server.h; this part is tested without a network.
+//
+// Threading: call from the thread that owns the VerdictEngine (the aggregator's io_context).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "aggregator/clock.h"
+#include "aggregator/metrics/metrics.h"
+#include "aggregator/store/store.h"
+#include "aggregator/verdicts/verdict_engine.h"
+
+namespace faultline::aggregator {
+
+struct HttpRequest {
+  std::string method;  // GET, POST, ...
+  std::string target;  // path and query string
+  std::string authorization;
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+struct ApiOptions {
+  // Bearer token for the write endpoints; empty disables them (403).
+  std::string write_token;
+  int64_t agent_timeout_ns = 90 * kSecondNs;
+};
+
+class Api {
+ public:
+  // `engine` may be null (then a job end does not trigger an immediate verdict). All references
+  // must outlive the Api. `gauges` (may be empty) adds live values to /metrics.
+  Api(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, ApiOptions options);
+  HttpResponse handle(const HttpRequest& request);
+
+ private:
+  HttpResponse route(const HttpRequest& request, const std::string& path,
+                     const std::multimap<std::string, std::string>& query);
+  HttpResponse jobEvent(const HttpRequest& request, const std::string& job_id, bool end);
+
+  Store& store_;
+  VerdictEngine* engine_;
+  Metrics& metrics_;
+  const Clock& clock_;
+  ApiOptions options_;
+};
+
+// Splits "/a/b?x=1&y=%20" into the decoded path and query parameters.
+std::string splitTarget(const std::string& target, std::multimap<std::string, std::string>* query);
+std::string urlDecode(std::string_view s);
+std::string urlEncode(std::string_view s);
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,164 @@
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "aggregator/http/api.h"
+#include "aggregator/http/client.h"
+#include "aggregator/http/server.h"
+#include "tests/aggregator/core/test_util.h"
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+using nlohmann::json;
+
+namespace {
+
+// A real server on 127.0.0.1 with an ephemeral port, its io_context on a background thread.
+struct Server {
+  TempDir dir;
+  ManualClock clock{kT0};
+  std::unique_ptr<Store> store;
+  Metrics metrics;
+  std::unique_ptr<VerdictEngine> engine;
+  std::unique_ptr<Api> api;
+  boost::asio::io_context io;
+  std::unique_ptr<HttpServer> server;
+  std::thread thread;
+  std::string url;
+
+  Server() {
+    std::string error;
+    store = Store::open(dir.file("h.db"), clock, {}, &error);
+    REQUIRE(store);
+    auto rules = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+    REQUIRE(rules.rules);
+    engine = std::make_unique<VerdictEngine>(*store, clock, rules.rules, VerdictOptions{}, &metrics);
+    api = std::make_unique<Api>(*store, engine.get(), metrics, clock, ApiOptions{"s3cret", 90 * kSec});
+    server = std::make_unique<HttpServer>(io, *api);
+    REQUIRE(server->listen("127.0.0.1", 0, &error));
+    url = "http://127.0.0.1:" + std::to_string(server->port());
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Server() {
+    boost::asio::post(io, [this] { server->stop(); io.stop(); });
+    thread.join();
+  }
+  HttpResult call(const std::string& method, const std::string& target, const std::string& body = "",
+                  const std::string& token = "") {
+    std::string error;
+    auto r = httpCall(url, method, target, body, token, std::chrono::seconds(10), &error);
+    INFO(error);
+    REQUIRE(r);
+    return *r;
+  }
+  json get(const std::string& target, int want = 200) {
+    auto r = call("GET", target);
+    INFO(target << " -> " << r.body);
+    CHECK(r.status == want);
+    return json::parse(r.body, nullptr, false);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("http: job events, verdicts and every read endpoint over a real socket", "[http]") {
+  Server s;
+  CHECK(s.get("/healthz")["status"] == "ok");
+
+  // An agent's batch and heartbeat, as the ingest layer would store them.
+  REQUIRE(s.store->ingestBatch(makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid.79", kT0 + 50 * kSec,
+                                                                    common::SubDomain::kHardware, common::Role::kRoot,
+                                                                    "0000:3b:00.0")}),
+                               "agent-gpu-01")
+              .status == IngestResult::Status::kStored);
+  HeartbeatInfo hb;
+  hb.agent_id = "agent-gpu-01";
+  hb.hostname = "gpu-01";
+  hb.created_ns = kT0;
+  hb.sources = {{"kmsg", "kmsg", "ok", "", 5, 0, 0}};
+  std::string reason;
+  REQUIRE(s.store->recordHeartbeat(hb, "agent-gpu-01", &reason));
+
+  // Writes need the bearer token.
+  CHECK(s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]"})").status == 401);
+  CHECK(s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]"})", "wrong").status == 401);
+  CHECK(s.call("POST", "/jobs/77/start", "{broken", "s3cret").status == 400);
+  CHECK(s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-"})", "s3cret").status == 400);
+  auto started = s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]", "time": "2024-06-01T10:00:00Z"})", "s3cret");
+  CHECK(started.status == 200);
+  s.clock.advance(100 * kSec);
+  auto ended = s.call("POST", "/jobs/77/end", R"({"exit_code": "1:0"})", "s3cret");
+  REQUIRE(ended.status == 200);
+  auto e = json::parse(ended.body);
+  CHECK(e["state"] == "FAILED");
+  REQUIRE(e["verdict"].is_object());
+  CHECK(e["verdict"]["revision"] == 1);
+  CHECK(e["verdict"]["sub_domain"] == "hardware");
+
+  auto jobs = s.get("/jobs?state=failed&node=gpu-02&since=1d");
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0]["job_id"] == "77");
+  CHECK(jobs[0]["verdict"]["responsible_nodes"] == json::array({"gpu-01"}));
+  CHECK(s.get("/jobs?sub_domain=network").empty());
+  CHECK(s.get("/jobs?sub_domain=hardware").size() == 1);
+  CHECK(s.get("/jobs?state=success").empty());
+  auto job = s.get("/jobs/77");
+  CHECK(job["nodes"] == json::array({"gpu-01", "gpu-02"}));
+  CHECK(job["revisions"].size() == 1);
+  auto diag = s.get("/jobs/77/diagnosis");
+  std::string err;
+  auto d = common::diagnosisFromJson(diag, &err);
+  REQUIRE(d);
+  CHECK(d->sub_domain == common::SubDomain::kHardware);
+  bool gpu02_missing = false;
+  for (const auto& c : d->coverage) gpu02_missing |= c.node == "gpu-02" && c.status == "missing";
+  CHECK(gpu02_missing);
+  CHECK(diag["verdict"]["status"] == "provisional");
+  s.get("/jobs/78", 404);
+  s.get("/jobs/78/diagnosis", 404);
+
+  auto nodes = s.get("/nodes");
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0]["live"] == false);  // heartbeat 100 s old, timeout 90 s
+  auto node = s.get("/nodes/gpu-01?since=7d");
+  CHECK(node["suspicion"]["rank"] == 1);
+  CHECK(node["jobs"].size() == 1);
+  s.get("/nodes/nope", 404);
+  auto fleet = s.get("/nodes?rank=1&since=7d");
+  REQUIRE(fleet["nodes"].size() == 1);
+  CHECK(fleet["devices"][0]["device"] == "0000:3b:00.0");
+  CHECK(s.get("/agents")[0]["hostname"] == "gpu-01");
+  auto sym = s.get("/symptoms?node=gpu-01&rule=gpu.*");
+  REQUIRE(sym.size() == 1);
+  CHECK(sym[0]["jobs"] == json::array({"77"}));
+  CHECK(s.get("/symptoms?node=gpu-02").empty());
+  s.get("/symptoms?since=yesterday", 400);
+  s.get("/nope", 404);
+  CHECK(s.call("DELETE", "/jobs/77").status == 405);
+  CHECK(s.call("POST", "/jobs/77/start", std::string(2 << 20, 'x'), "s3cret").status == 413);
+
+  auto metrics = s.call("GET", "/metrics");
+  CHECK(metrics.status == 200);
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_verdicts_total{sub_domain=\"hardware\"} 1"));
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_verdict_latency_seconds_count 1"));
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_http_unauthorized_total 2"));
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_store_symptoms 1"));
+}
+
+TEST_CASE("http: write endpoints are off without a token; the server binds where told", "[http]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  std::string error;
+  auto store = Store::open(dir.file("x.db"), clock, {}, &error);
+  REQUIRE(store);
+  Metrics metrics;
+  Api api(*store, nullptr, metrics, clock, ApiOptions{});
+  HttpRequest r{"POST", "/jobs/1/end", "Bearer ", "{}"};
+  CHECK(api.handle(r).status == 403);
+  boost::asio::io_context io;
+  HttpServer server(io, api);
+  CHECK_FALSE(server.listen("not-an-address", 0, &error));
+  CHECK(server.listen("127.0.0.1", 0, &error));
+  CHECK(server.port() != 0);
+}
