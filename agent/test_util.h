@@ -72,6 +72,11 @@ class Receiver {
     endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
   }
   const std::string& endpoint() const { return endpoint_; }
+  // Blocks on the socket (zmq_poll) until a message is readable or the timeout passes.
+  void waitReadable(std::chrono::milliseconds timeout) {
+    zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, timeout);
+  }
   // Reads everything pending; acks batches when `ack` is set.
   void pump() {
     while (true) {
