@@ -1,5 +1,6 @@
 // faultline: the operator's command line. Offline attribution of log bundles, rule checks and
-// single-file scans. Wiring only: every piece of logic lives in a library.
+// single-file scans; job events and queries against the aggregator (its HTTP API with --server,
+// or its SQLite file with --db). Wiring only: every piece of logic lives in a library.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "aggregator/cli/remote.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
 #include "common/rule_engine.h"
@@ -149,7 +151,11 @@ int main(int argc, char** argv) {
   scan->add_flag("-q,--quiet", quiet, "print only the totals");
   scan->add_flag("--no-aggregate", raw, "do not collapse identical symptoms");
 
+  cli::RemoteOptions remote;
+  cli::addRemoteCommands(app, remote);
+
   CLI11_PARSE(app, argc, argv);
+  if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);

@@ -1,0 +1,315 @@
+#include "aggregator/cli/remote.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "aggregator/http/api.h"
+#include "aggregator/http/client.h"
+#include "aggregator/jobs/job_events.h"
+#include "aggregator/query/render.h"
+#include "aggregator/store/store.h"
+#include "common/diagnosis.h"
+#include "common/job.h"
+
+namespace faultline::cli {
+
+namespace {
+
+using aggregator::HttpResult;
+using nlohmann::json;
+
+constexpr int kOk = 0, kNotFound = 1, kUsage = 2, kUnreachable = 3;
+constexpr const char* kDefaultServer = "http://127.0.0.1:8470";
+constexpr const char* kLocalToken = "local-db-write";
+
+
+std::string readToken(const RemoteOptions& o) {
+  if (!o.token.empty()) return o.token;
+  if (const char* env = std::getenv("FAULTLINE_TOKEN")) return env;
+  if (o.token_file.empty()) return "";
+  std::ifstream in(o.token_file);
+  std::string t;
+  std::getline(in, t);
+  while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+// One request, either over HTTP or against the SQLite file through the same API routing.
+std::optional<HttpResult> call(const RemoteOptions& o, const std::string& method, const std::string& target,
+                               const std::string& body, int* rc) {
+  std::string error;
+  if (!o.db.empty()) {
+    aggregator::SystemClock clock;
+    aggregator::StoreOptions so;
+    so.read_only = method == "GET";
+    auto store = aggregator::Store::open(o.db, clock, so, &error);
+    if (!store) {
+      std::fprintf(stderr, "faultline: %s\n", error.c_str());
+      *rc = kUnreachable;
+      return std::nullopt;
+    }
+    aggregator::Metrics metrics;
+    // Without a running engine a job end is only recorded; the aggregator's next tick judges it.
+    aggregator::Api api(*store, nullptr, metrics, clock, aggregator::ApiOptions{kLocalToken, 90 * aggregator::kSecondNs});
+    auto r = api.handle({method, target, std::string("Bearer ") + kLocalToken, body});
+    return HttpResult{r.status, r.body};
+  }
+  std::string server = o.server;
+  if (server.empty()) server = std::getenv("FAULTLINE_SERVER") ? std::getenv("FAULTLINE_SERVER") : kDefaultServer;
+  auto r = aggregator::httpCall(server, method, target, body, method == "GET" ? "" : readToken(o),
+                                std::chrono::milliseconds(static_cast<int64_t>(o.timeout_sec * 1000)), &error);
+  if (!r) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    *rc = kUnreachable;
+  }
+  return r;
+}
+
+// GET -> parsed JSON; prints the API's error and sets *rc on failure.
+std::optional<json> getJson(const RemoteOptions& o, const std::string& target, int* rc) {
+  auto r = call(o, "GET", target, "", rc);
+  if (!r) return std::nullopt;
+  json j = json::parse(r->body, nullptr, false);
+  if (r->status != 200) {
+    std::string why = j.is_object() && j.contains("error") ? j["error"].get<std::string>() : r->body;
+    std::fprintf(stderr, "faultline: %s\n", why.c_str());
+    *rc = r->status == 404 ? kNotFound : r->status == 400 ? kUsage : kUnreachable;
+    return std::nullopt;
+  }
+  if (j.is_discarded()) {
+    std::fprintf(stderr, "faultline: the aggregator answered something that is not JSON\n");
+    *rc = kUnreachable;
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::string query(std::vector<std::pair<std::string, std::string>> params) {
+  std::string q;
+  for (const auto& [k, v] : params)
+    if (!v.empty()) q += (q.empty() ? "?" : "&") + k + "=" + aggregator::urlEncode(v);
+  return q;
+}
+
+int print(const RemoteOptions& o, const json& j, std::string (*render)(const json&)) {
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << render(j);
+  return kOk;
+}
+
+// Time option: a timestamp or seconds since the epoch, passed on as ISO-8601.
+std::optional<std::string> timeArg(const std::string& s) {
+  if (s.empty()) return std::string();
+  auto t = common::parseTimestampNs(s);
+  if (!t) return std::nullopt;
+  return common::formatTimeNs(*t);
+}
+
+int postEvent(const RemoteOptions& o, const std::string& id, bool end, const json& body) {
+  int rc = kOk;
+  auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(id) + (end ? "/end" : "/start"), body.dump(), &rc);
+  if (!r) return rc;
+  json j = json::parse(r->body, nullptr, false);
+  if (r->status != 200) {
+    std::fprintf(stderr, "faultline: job %s: %s\n", id.c_str(),
+                 j.is_object() && j.contains("error") ? j["error"].get<std::string>().c_str() : r->body.c_str());
+    return r->status == 400 || r->status == 401 || r->status == 403 ? kUsage : kUnreachable;
+  }
+  if (o.json) std::cout << j.dump(2) << "\n";
+  return kOk;
+}
+
+int cmdJobEvent(const RemoteOptions& o, bool end) {
+  json body = json::object();
+  if (!o.nodelist.empty()) body["nodes"] = o.nodelist;
+  if (!o.state.empty()) body["state"] = o.state;
+  if (!o.exit_code.empty()) body["exit_code"] = o.exit_code;
+  auto t = timeArg(o.time), st = timeArg(o.start_time);
+  if (!t || !st) {
+    std::fprintf(stderr, "faultline: bad --time/--start-time (ISO-8601 or seconds since the epoch)\n");
+    return kUsage;
+  }
+  if (!t->empty()) body["time"] = *t;
+  if (!st->empty()) body["start_time"] = *st;
+  return postEvent(o, o.job_id, end, body);
+}
+
+int cmdJobImport(const RemoteOptions& o) {
+  std::ifstream in(o.import_file);
+  if (!in) {
+    std::fprintf(stderr, "faultline: cannot read %s\n", o.import_file.c_str());
+    return kUsage;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<std::string> errors;
+  auto updates = aggregator::jobUpdatesFromSacct(ss.str(), &errors);
+  for (const auto& e : errors) std::fprintf(stderr, "faultline: %s\n", e.c_str());
+  size_t ok = 0;
+  int rc = errors.empty() ? kOk : kUsage;
+  for (const auto& u : updates) {
+    bool ended = !aggregator::isActiveJobState(u.state);
+    json body{{"state", u.state}, {"exit_code", u.exit_code}};
+    if (!u.nodelist.empty()) body["nodes"] = u.nodelist;
+    else if (!u.nodes.empty()) body["nodes"] = u.nodes;
+    if (ended && u.end_ns) body["time"] = common::formatTimeNs(u.end_ns);
+    if (!ended && u.start_ns) body["time"] = common::formatTimeNs(u.start_ns);
+    if (ended && u.start_ns) body["start_time"] = common::formatTimeNs(u.start_ns);
+    RemoteOptions quiet = o;
+    quiet.json = false;
+    int r = postEvent(quiet, u.job_id, ended, body);
+    if (r == kOk) ++ok;
+    else rc = r;
+    if (r == kUnreachable) break;
+  }
+  if (o.json) std::cout << json{{"imported", ok}, {"errors", errors}}.dump(2) << "\n";
+  else std::printf("imported %zu job(s) from %s\n", ok, o.import_file.c_str());
+  return rc;
+}
+
+int cmdJob(const RemoteOptions& o) {
+  int rc = kOk;
+  auto job = getJson(o, "/jobs/" + aggregator::urlEncode(o.job_id), &rc);
+  if (!job) return rc;
+  if (o.history) return print(o, *job, aggregator::renderJobHistory);
+  if ((*job)["verdict"].is_null()) {
+    if (o.json) std::cout << job->dump(2) << "\n";
+    else
+      std::printf("job %s: %s, %s\n", o.job_id.c_str(), job->value("state", "").c_str(),
+                  (*job)["terminal_state"] == "success" ? "completed: nothing to diagnose"
+                  : (*job)["terminal_state"].is_null() ? "still running"
+                                                       : "no verdict yet");
+    return (*job)["terminal_state"] == "success" ? kOk : kNotFound;
+  }
+  auto diag = getJson(o, "/jobs/" + aggregator::urlEncode(o.job_id) + "/diagnosis", &rc);
+  if (!diag) return rc;
+  if (o.json) {
+    std::cout << diag->dump(2) << "\n";
+    return kOk;
+  }
+  std::string error;
+  auto d = common::diagnosisFromJson(*diag, &error);
+  if (!d) {
+    std::fprintf(stderr, "faultline: unreadable diagnosis: %s\n", error.c_str());
+    return kUnreachable;
+  }
+  std::cout << common::renderReport(*d);
+  const auto& v = (*diag)["verdict"];
+  std::printf("verdict: revision %d, %s (%s), made %s\n", v.value("revision", 0), v.value("status", "").c_str(),
+              v.value("reason", "").c_str(), v.value("created", "").c_str());
+  return kOk;
+}
+
+}  // namespace
+
+void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
+  app.add_option("--server", o.server, "aggregator URL (default $FAULTLINE_SERVER or http://127.0.0.1:8470)");
+  app.add_option("--db", o.db, "read/write the aggregator's SQLite file directly instead of --server");
+  app.add_option("--token-file", o.token_file, "file holding the bearer token for job events");
+  app.add_option("--token", o.token, "bearer token for job events (or $FAULTLINE_TOKEN)");
+  app.add_option("--timeout", o.timeout_sec, "seconds to wait for the aggregator");
+
+  auto json_flag = [&](CLI::App* c) { c->add_flag("--json", o.json, "print JSON (the HTTP API's documents)"); };
+  auto since = [&](CLI::App* c, const char* what) { c->add_option("--since", o.since, what); };
+
+  o.cmds.jobs = app.add_subcommand("jobs", "list jobs known to the aggregator, newest first");
+  since(o.cmds.jobs, "ended (or started) after: 7d, 24h, 30m or a timestamp");
+  o.cmds.jobs->add_option("--state", o.state, "fail, timeout, node_fail, ..., failed (any failure), running, success");
+  o.cmds.jobs->add_option("--sub-domain", o.sub_domain, "verdict sub-domain: hardware, network, ...");
+  o.cmds.jobs->add_option("--node", o.node, "jobs that ran on this node");
+  o.cmds.jobs->add_option("--limit", o.limit, "at most this many");
+  json_flag(o.cmds.jobs);
+
+  o.cmds.job = app.add_subcommand("job", "one job's diagnosis (same report as `attribute`), or job events");
+  o.cmds.job->add_option("id", o.job_id, "job id");
+  o.cmds.job->add_flag("--history", o.history, "list every revision of the verdict");
+  json_flag(o.cmds.job);
+  o.cmds.job_start = o.cmds.job->add_subcommand("start", "record that a job started (Slurm prolog)");
+  o.cmds.job_end = o.cmds.job->add_subcommand("end", "record that a job ended (Slurm epilog)");
+  for (auto* c : {o.cmds.job_start, o.cmds.job_end}) {
+    c->add_option("id", o.job_id, "job id")->required();
+    c->add_option("--nodes", o.nodelist, "Slurm host list, e.g. gpu-[01-16]");
+    c->add_option("--time", o.time, "when (ISO-8601 or epoch seconds; default now)");
+    c->add_option("--state", o.state, "Slurm state word (start: RUNNING; end: from --exit-code)");
+    json_flag(c);
+  }
+  o.cmds.job_end->add_option("--exit-code", o.exit_code, "exit:signal, e.g. 1:0");
+  o.cmds.job_end->add_option("--start-time", o.start_time, "when the job started, if not recorded");
+  o.cmds.job_import = o.cmds.job->add_subcommand("import", "record every job of a `sacct --json` capture");
+  o.cmds.job_import->add_option("file", o.import_file, "sacct --json output")->required();
+  json_flag(o.cmds.job_import);
+
+  o.cmds.nodes = app.add_subcommand("nodes", "nodes and their agents; --rank: the fleet's suspects");
+  o.cmds.nodes->add_flag("--rank", o.rank, "rank nodes/devices repeatedly responsible across jobs");
+  since(o.cmds.nodes, "window for --rank (default 7d)");
+  o.cmds.nodes->add_option("--min-jobs", o.min_jobs, "with --rank: only suspects blamed in this many jobs");
+  json_flag(o.cmds.nodes);
+
+  o.cmds.node = app.add_subcommand("node", "one node: agent, sources, jobs, history, suspicion ranking");
+  o.cmds.node->add_option("host", o.host, "hostname")->required();
+  since(o.cmds.node, "window (default 7d)");
+  json_flag(o.cmds.node);
+
+  o.cmds.symptoms = app.add_subcommand("symptoms", "stored symptoms, newest first");
+  o.cmds.symptoms->add_option("--node", o.nodes, "node (repeatable)");
+  o.cmds.symptoms->add_option("--rule", o.rule, "rule id, or a prefix ending in *");
+  since(o.cmds.symptoms, "7d, 24h, 30m or a timestamp");
+  o.cmds.symptoms->add_option("--limit", o.limit, "at most this many (default 1000)");
+  json_flag(o.cmds.symptoms);
+
+  o.cmds.agents = app.add_subcommand("agents", "agents: last heartbeat, versions, per-source status");
+  json_flag(o.cmds.agents);
+}
+
+int runRemoteCommands(CLI::App&, RemoteOptions& o) {
+  int rc = kOk;
+  std::string limit = o.limit ? std::to_string(o.limit) : "";
+  if (*o.cmds.job_start) return cmdJobEvent(o, false);
+  if (*o.cmds.job_end) return cmdJobEvent(o, true);
+  if (*o.cmds.job_import) return cmdJobImport(o);
+  if (*o.cmds.job) {
+    if (o.job_id.empty()) {
+      std::fprintf(stderr, "faultline: job: give a job id, or start|end|import\n");
+      return kUsage;
+    }
+    return cmdJob(o);
+  }
+  if (*o.cmds.jobs) {
+    auto j = getJson(o, "/jobs" + query({{"since", o.since}, {"state", o.state}, {"sub_domain", o.sub_domain},
+                                          {"node", o.node}, {"limit", limit}}),
+                     &rc);
+    return j ? print(o, *j, aggregator::renderJobs) : rc;
+  }
+  if (*o.cmds.nodes) {
+    if (o.rank) {
+      auto j = getJson(o, "/nodes" + query({{"rank", "1"}, {"since", o.since.empty() ? "7d" : o.since},
+                                            {"min_jobs", std::to_string(o.min_jobs)}}),
+                       &rc);
+      return j ? print(o, *j, aggregator::renderFleet) : rc;
+    }
+    auto j = getJson(o, "/nodes", &rc);
+    return j ? print(o, *j, aggregator::renderNodes) : rc;
+  }
+  if (*o.cmds.node) {
+    auto j = getJson(o, "/nodes/" + aggregator::urlEncode(o.host) + query({{"since", o.since}}), &rc);
+    return j ? print(o, *j, aggregator::renderNode) : rc;
+  }
+  if (*o.cmds.symptoms) {
+    std::string q = query({{"rule", o.rule}, {"since", o.since}, {"limit", limit}});
+    for (const auto& n : o.nodes) q += (q.empty() ? "?" : "&") + std::string("node=") + aggregator::urlEncode(n);
+    auto j = getJson(o, "/symptoms" + q, &rc);
+    return j ? print(o, *j, aggregator::renderSymptoms) : rc;
+  }
+  if (*o.cmds.agents) {
+    auto j = getJson(o, "/agents", &rc);
+    return j ? print(o, *j, aggregator::renderAgents) : rc;
+  }
+  return -1;
+}
+
+}  // namespace faultline::cli

@@ -1,0 +1,44 @@
+// The aggregator-facing subcommands of `faultline`: job events (job start|end|import) and
+// queries (jobs, job ID, nodes, node HOST, symptoms, agents). Each talks to the aggregator's HTTP
+// API (--server, the default) or reads/writes its SQLite file (--db); both go through the same
+// API routing, so the output is identical. Exit codes: 0 ok, 1 not found / no verdict,
+// 2 bad usage or input, 3 aggregator or database unreachable.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace faultline::cli {
+
+struct RemoteCommands {
+  CLI::App *jobs = nullptr, *job = nullptr, *job_start = nullptr, *job_end = nullptr, *job_import = nullptr,
+           *nodes = nullptr, *node = nullptr, *symptoms = nullptr, *agents = nullptr;
+};
+
+struct RemoteOptions {
+  RemoteCommands cmds;
+  std::string server;
+  std::string db;
+  std::string token;
+  std::string token_file;
+  double timeout_sec = 10;
+  bool json = false;
+  // jobs / nodes / symptoms filters
+  std::string since, state, sub_domain, node, rule;
+  std::vector<std::string> nodes;
+  size_t limit = 0;
+  bool rank = false;
+  size_t min_jobs = 1;
+  bool history = false;
+  // job events
+  std::string job_id, host, nodelist, exit_code, time, start_time, import_file;
+};
+
+// Adds the subcommands to `app`; `opts` receives the parsed values (must outlive parsing).
+void addRemoteCommands(CLI::App& app, RemoteOptions& opts);
+// Runs the chosen subcommand if it is one of ours; returns its exit code, or -1 if not ours.
+int runRemoteCommands(CLI::App& app, RemoteOptions& opts);
+
+}  // namespace faultline::cli

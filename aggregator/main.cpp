@@ -1,0 +1,185 @@
+// faultline-aggregator: wiring only. Opens the store, loads the rules, builds the verdict engine
+// and the HTTP API on one io_context, and drives the periodic work (verdict ticks, retention
+// pruning, the sacct poll) from timers. Every piece of logic lives in faultline_aggregator.
+#include <utility>  // before Asio: Boost 1.74 + GCC 12 need std::exchange declared
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <systemd/sd-daemon.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "aggregator/clock.h"
+#include "aggregator/http/api.h"
+#include "aggregator/http/server.h"
+#include "aggregator/jobs/sacct_poller.h"
+#include "aggregator/metrics/metrics.h"
+#include "aggregator/store/store.h"
+#include "aggregator/verdicts/verdict_engine.h"
+#include "common/rule_set.h"
+
+namespace {
+
+using namespace faultline;
+using namespace faultline::aggregator;
+namespace net = boost::asio;
+
+std::string defaultDb() {
+  const char* state = std::getenv("STATE_DIRECTORY");  // set by systemd's StateDirectory=
+  return std::string(state ? state : "/var/lib/faultline") + "/aggregator.db";
+}
+
+std::vector<std::string> defaultRuleDirs() {
+  for (const char* d : {"/usr/share/faultline/rules", FAULTLINE_DEFAULT_RULES})
+    if (std::filesystem::is_directory(d)) return {d};
+  return {FAULTLINE_DEFAULT_RULES};
+}
+
+// A repeating timer on the io_context; `fn` runs on the io thread.
+void every(net::steady_timer& timer, std::chrono::milliseconds period, std::function<void()> fn) {
+  timer.expires_after(period);
+  timer.async_wait([&timer, period, fn = std::move(fn)](const boost::system::error_code& ec) {
+    if (ec) return;
+    fn();
+    every(timer, period, fn);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"faultline-aggregator: stores agents' symptoms and job events, judges failed jobs, serves queries"};
+  std::string db = defaultDb(), listen = "127.0.0.1", token_file, port_file, sacct_command;
+  uint16_t port = 8470;
+  std::vector<std::string> rule_dirs;
+  double settle = 120, margin = 120, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
+  double retention_days = 30, job_retention_days = 180;
+  bool sync_full = false;
+  app.add_option("--db", db, "SQLite database (default $STATE_DIRECTORY/aggregator.db)");
+  app.add_option("--listen", listen, "HTTP listen address (default 127.0.0.1)");
+  app.add_option("--port", port, "HTTP port (0 = ephemeral)");
+  app.add_option("--port-file", port_file, "write the bound HTTP port here once listening");
+  app.add_option("--token-file", token_file, "bearer token for POST /jobs/{id}/start|end (none: writes disabled)");
+  app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
+  app.add_option("--settle", settle, "seconds after a job's end before the verdict is revised");
+  app.add_option("--margin", margin, "seconds around a job's window whose symptoms still belong to it");
+  app.add_option("--agent-timeout", agent_timeout, "seconds without a heartbeat before an agent counts as gone");
+  app.add_option("--final-timeout", final_timeout, "seconds after a job's end to stop waiting for silent nodes");
+  app.add_option("--sacct-command", sacct_command, "command printing `sacct --json` output (polled)");
+  app.add_option("--sacct-interval", sacct_interval, "seconds between sacct polls (0 = no poll)");
+  app.add_option("--tick", tick, "seconds between verdict checks");
+  app.add_option("--retention-days", retention_days, "keep symptoms, batches and node events this long");
+  app.add_option("--job-retention-days", job_retention_days, "keep jobs and their verdicts this long");
+  app.add_flag("--sync-full", sync_full, "fsync every commit (survives power loss, not only crashes)");
+  CLI11_PARSE(app, argc, argv);
+
+  auto loaded = common::loadRuleDirs(rule_dirs.empty() ? defaultRuleDirs() : rule_dirs);
+  if (!loaded.rules) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
+    return 2;
+  }
+  std::string token;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in || !std::getline(in, token) || token.empty()) {
+      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a token\n", token_file.c_str());
+      return 2;
+    }
+  }
+
+  SystemClock clock;
+  std::string error;
+  StoreOptions store_options;
+  store_options.synchronous_full = sync_full;
+  auto store = Store::open(db, clock, store_options, &error);
+  if (!store) {
+    std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
+    return 1;
+  }
+  Metrics metrics;
+  metrics.describe("faultline_verdicts_total", "verdict revisions stored, by sub_domain");
+  metrics.describe("faultline_http_unauthorized_total", "write requests with a bad or missing token");
+  VerdictOptions vo;
+  auto secs = [](double s) { return static_cast<int64_t>(s * 1e9); };
+  vo.settle_ns = secs(settle);
+  vo.window_margin_ns = secs(margin);
+  vo.agent_timeout_ns = secs(agent_timeout);
+  vo.final_timeout_ns = secs(final_timeout);
+  VerdictEngine engine(*store, clock, loaded.rules, vo, &metrics);
+  Api api(*store, &engine, metrics, clock, ApiOptions{token, vo.agent_timeout_ns});
+
+  net::io_context io;
+  HttpServer server(io, api);
+  if (!server.listen(listen, port, &error)) {
+    std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "faultline-aggregator %s: %s, http://%s:%u, ruleset %s\n", FAULTLINE_VERSION, db.c_str(),
+               listen.c_str(), server.port(), loaded.rules->version.c_str());
+  if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
+
+  net::steady_timer tick_timer(io), prune_timer(io), watchdog_timer(io);
+  every(tick_timer, std::chrono::milliseconds(static_cast<int64_t>(tick * 1000)), [&] {
+    int64_t t0 = clock.steadyNs();
+    if (engine.tick()) metrics.observe("faultline_verdict_tick_seconds", double(clock.steadyNs() - t0) / 1e9);
+  });
+  // Pruning in small steps, each its own short transaction, re-posted so HTTP and ticks interleave.
+  std::function<void()> prune_step = [&] {
+    int64_t now = clock.nowNs();
+    size_t n = store->pruneStep(now - secs(retention_days * 86400), now - secs(job_retention_days * 86400), 500);
+    metrics.add("faultline_pruned_rows_total", "", "", n);
+    if (n == 500) net::post(io, prune_step);
+  };
+  every(prune_timer, std::chrono::minutes(1), prune_step);
+  uint64_t watchdog_usec = 0;
+  if (sd_watchdog_enabled(0, &watchdog_usec) > 0)
+    every(watchdog_timer, std::chrono::milliseconds(watchdog_usec / 2000), [] { sd_notify(0, "WATCHDOG=1"); });
+
+  // The sacct poll blocks on a child process: its own thread, writing only to the (locked) store.
+  std::mutex poll_mu;
+  std::condition_variable poll_cv;
+  bool stopping = false;
+  std::thread poller;
+  if (!sacct_command.empty() && sacct_interval > 0) {
+    poller = std::thread([&] {
+      SacctPoller p({sacct_command, 256 << 20});
+      std::unique_lock lock(poll_mu);
+      while (!stopping) {
+        lock.unlock();
+        auto r = p.pollOnce(*store);
+        metrics.add("faultline_sacct_polls_total", "result", r.ok ? "ok" : "error");
+        for (const auto& e : r.errors) std::fprintf(stderr, "faultline-aggregator: sacct: %s\n", e.c_str());
+        lock.lock();
+        poll_cv.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(sacct_interval * 1000)),
+                         [&] { return stopping; });
+      }
+    });
+  }
+
+  net::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code&, int sig) {
+    std::fprintf(stderr, "faultline-aggregator: signal %d, stopping\n", sig);
+    sd_notify(0, "STOPPING=1");
+    server.stop();
+    io.stop();
+  });
+  sd_notify(0, "READY=1");
+  io.run();
+  {
+    std::lock_guard lock(poll_mu);
+    stopping = true;
+  }
+  poll_cv.notify_all();
+  if (poller.joinable()) poller.join();
+  return 0;
+}
