@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= 2
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench clean package
 
 all: build
 
@@ -22,6 +22,9 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 bench: build
 	@bash bench/extract.sh $(BUILD)
