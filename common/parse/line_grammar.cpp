@@ -141,6 +141,18 @@ bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length) {
 }
 
 bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* length) {
+  // Fabric Manager releases write "[May 16 2025 15:10:21]"; some docs show a weekday first.
+  if (s.size() >= 22 && s[0] == '[' && s[4] == ' ' && s[7] == ' ' && s[12] == ' ' && s[21] == ']') {
+    const int month = monthFromAbbrev(s.substr(1, 3));
+    const int day = s[5] == ' ' ? readFixedDigits(s, 6, 1) : readFixedDigits(s, 5, 2);
+    const int year = readFixedDigits(s, 8, 4);
+    const int tod = readClock(s, 13);
+    if (month != 0 && day >= 1 && day <= 31 && tod >= 0 && year >= 0) {
+      *wall_ns = civilToNs(year, month, day, 0, 0, 0, 0) + int64_t{tod} * kNsPerSec;
+      *length = 22;
+      return true;
+    }
+  }
   // "[Mon Jan 01 2024 00:00:00]"
   if (s.size() < 26 || s[0] != '[' || s[4] != ' ' || s[8] != ' ' || s[11] != ' ' ||
       s[16] != ' ' || s[25] != ']') {
