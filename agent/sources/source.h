@@ -16,19 +16,11 @@
 #include <string>
 
 #include "common/log_record.h"
+#include "common/protocol.h"
 
 namespace faultline::agent {
 
-struct SourceHealth {
-  std::string name;             // "journal", "kmsg", or the file path
-  std::string format;           // common::formatName of what it reads
-  std::string status = "ok";    // ok | error | partial
-  std::string reason;           // why, when not ok
-  uint64_t records = 0;         // records delivered since start
-  uint64_t skipped = 0;         // unparsable / filtered out
-  uint64_t lost = 0;            // known lost (kmsg ring-buffer overrun)
-  int64_t lag_ns = 0;           // age of the newest record delivered when it was read (0 unknown)
-};
+using SourceHealth = common::SourceHealth;
 
 using RecordHandler = std::function<void(common::LogRecord&& record, common::SourceKind kind)>;
 

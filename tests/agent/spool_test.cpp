@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "agent/test_util.h"
+#include "tests/agent/test_util.h"
 
 using namespace faultline;
 using namespace faultline::agent;

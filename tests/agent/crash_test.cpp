@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-#include "agent/test_util.h"
+#include "tests/agent/test_util.h"
 #include "common/parse/stream_parser.h"
 #include "common/rule_engine.h"
 

@@ -1,4 +1,4 @@
-#include "agent/protocol.h"
+#include "common/protocol.h"
 
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
@@ -6,7 +6,7 @@
 
 #include "common/schema/faultline.capnp.h"
 
-namespace faultline::agent {
+namespace faultline::common {
 
 std::string encodeAck(const Ack& ack) {
   std::string out = ack.agent_id;
@@ -100,4 +100,4 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
   return hb;
 }
 
-}  // namespace faultline::agent
+}  // namespace faultline::common

@@ -11,7 +11,7 @@
 #include "agent/sources/file_source.h"
 #include "agent/sources/journald_source.h"
 #include "agent/sources/kmsg_source.h"
-#include "agent/test_util.h"
+#include "tests/agent/test_util.h"
 
 using namespace faultline;
 using namespace faultline::agent;
