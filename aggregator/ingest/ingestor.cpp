@@ -1,0 +1,47 @@
+#include "aggregator/ingest/ingestor.h"
+
+namespace faultline::aggregator {
+
+Ingestor::Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::DecodeLimits limits)
+    : store_(store), metrics_(metrics), clock_(clock), limits_(limits) {
+  metrics_.describe("faultline_batches_total", "symptom batches received, by result");
+  metrics_.describe("faultline_symptoms_total", "symptoms stored");
+  metrics_.describe("faultline_rejects_total", "messages rejected, by reason");
+}
+
+IngestResult Ingestor::reject(std::string reason) {
+  metrics_.add("faultline_rejects_total", "reason", reason);
+  metrics_.add("faultline_batches_total", "result", "rejected");
+  IngestResult r;
+  r.status = IngestResult::Status::kRejected;
+  r.reason = std::move(reason);
+  return r;
+}
+
+IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view authenticated_agent) {
+  std::string reason;
+  auto batch = common::decodeBatch(payload.data(), payload.size(), &reason, limits_);
+  if (!batch) return reject("decode: " + reason);
+  return ingest(*batch, authenticated_agent);
+}
+
+IngestResult Ingestor::ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
+  int64_t t0 = clock_.steadyNs();
+  auto r = store_.ingestBatch(batch, authenticated_agent);
+  if (r.status == IngestResult::Status::kRejected) return reject(r.reason);
+  metrics_.observe("faultline_ingest_seconds", double(clock_.steadyNs() - t0) / 1e9);
+  metrics_.add("faultline_batches_total", "result", std::string(ingestStatusName(r.status)));
+  if (r.symptoms) metrics_.add("faultline_symptoms_total", "", "", r.symptoms);
+  return r;
+}
+
+bool Ingestor::heartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason) {
+  if (store_.recordHeartbeat(hb, authenticated_agent, reason)) {
+    metrics_.add("faultline_heartbeats_total");
+    return true;
+  }
+  metrics_.add("faultline_rejects_total", "reason", "heartbeat: " + *reason);
+  return false;
+}
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,36 @@
+// The transport-independent half of ingest: bytes of a SymptomBatch from an authenticated agent
+// -> validated (common::decodeBatch with size/traversal/nesting limits) -> stored once -> counted.
+// The ZeroMQ endpoint (not wired yet: it waits for the agent protocol to move to common/) calls
+// this for each "batch" frame and acks when the result is stored or duplicate.
+//
+// Threading: thread-safe as the Store and Metrics are. Never throws; a bad message is a
+// rejected result with a reason, counted in faultline_rejects_total{reason}.
+#pragma once
+
+#include <string_view>
+
+#include "aggregator/clock.h"
+#include "aggregator/metrics/metrics.h"
+#include "aggregator/store/store.h"
+#include "common/wire.h"
+
+namespace faultline::aggregator {
+
+class Ingestor {
+ public:
+  // All references must outlive the Ingestor.
+  Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::DecodeLimits limits = {});
+  IngestResult ingestBytes(std::string_view payload, std::string_view authenticated_agent);
+  IngestResult ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  bool heartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
+
+ private:
+  IngestResult reject(std::string reason);
+
+  Store& store_;
+  Metrics& metrics_;
+  const Clock& clock_;
+  common::DecodeLimits limits_;
+};
+
+}  // namespace faultline::aggregator
