@@ -39,7 +39,7 @@ struct Child {
 
 }  // namespace
 
-TEST_CASE("binaries: prolog/epilog -> aggregator -> verdict; sacct poll; query CLI", "[binary]") {
+TEST_CASE("binaries: prolog/epilog -> aggregator -> verdict, sacct poll, query CLI", "[binary]") {
   TempDir dir;
   const std::string db = dir.file("agg.db"), cli = FAULTLINE_CLI_BIN;
   std::ofstream(dir.file("token")) << "t0ken\n";

@@ -146,7 +146,7 @@ TEST_CASE("http: job events, verdicts and every read endpoint over a real socket
   CHECK_THAT(metrics.body, Catch::Contains("faultline_store_symptoms 1"));
 }
 
-TEST_CASE("http: write endpoints are off without a token; the server binds where told", "[http]") {
+TEST_CASE("http: write endpoints are off without a token, the server binds where told", "[http]") {
   TempDir dir;
   ManualClock clock(kT0);
   std::string error;

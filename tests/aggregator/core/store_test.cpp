@@ -47,7 +47,7 @@ TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store
   CHECK_THAT(error, Catch::Contains("newer"));
 }
 
-TEST_CASE("store: a batch is stored once; replays are duplicates; bad batches are rejected", "[store]") {
+TEST_CASE("store: a batch is stored once, replays are duplicates, bad batches are rejected", "[store]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("s.db"), clock);
@@ -149,7 +149,7 @@ TEST_CASE("store: heartbeats record liveness, reported-up-to and source status",
   CHECK(agents[0].spool_batches == 3);
 }
 
-TEST_CASE("store: job updates merge; a late start never reopens an ended job", "[store][jobs]") {
+TEST_CASE("store: job updates merge, a late start never reopens an ended job", "[store][jobs]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("s.db"), clock);

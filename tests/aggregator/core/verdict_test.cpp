@@ -143,7 +143,7 @@ TEST_CASE("verdicts: late symptoms for the window make a new revision", "[verdic
   CHECK(v2->diagnosis.responsible.at(0).node == "gpu-02");
 }
 
-TEST_CASE("verdicts: nodes without a live agent show as missing; final after the timeout", "[verdicts]") {
+TEST_CASE("verdicts: nodes without a live agent show as missing, final after the timeout", "[verdicts]") {
   Fixture f;
   f.heartbeat("gpu-01", kT0);
   f.job("300", "gpu-[01-03]", kT0, kT0 + 100 * kSec, "NODE_FAIL");
@@ -165,7 +165,7 @@ TEST_CASE("verdicts: nodes without a live agent show as missing; final after the
   CHECK(last->missing_nodes == std::vector<std::string>{"gpu-01", "gpu-03"});
 }
 
-TEST_CASE("verdicts: a refined job state revises the verdict; successes get none", "[verdicts]") {
+TEST_CASE("verdicts: a refined job state revises the verdict, successes get none", "[verdicts]") {
   Fixture f;
   f.job("400", "gpu-01", kT0, kT0 + 100 * kSec, "FAILED");
   f.job("401", "gpu-01", kT0, kT0 + 100 * kSec, "COMPLETED");
