@@ -4,8 +4,10 @@
 //   "batch"     agent -> aggregator   payload: packed Cap'n Proto SymptomBatch (common/wire.h)
 //   "heartbeat" agent -> aggregator   payload: packed Cap'n Proto Heartbeat
 //   "ack"       aggregator -> agent   payload: agent id bytes + sequence (u64 little-endian)
+// "batch+zstd" / "heartbeat+zstd": the same payload compressed as one zstd frame (agents with
+// `compression: zstd`). Receivers accept both forms; unwrapPayload() undoes the suffix.
 // Shared by the agent and the aggregator. Pure functions; decoding never throws and validates
-// sizes.
+// sizes (decompression is bounded: hostile input cannot make it allocate more than asked).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,33 @@ struct SourceHealth {
 inline constexpr std::string_view kTypeBatch = "batch";
 inline constexpr std::string_view kTypeHeartbeat = "heartbeat";
 inline constexpr std::string_view kTypeAck = "ack";
+inline constexpr std::string_view kZstdSuffix = "+zstd";
+inline constexpr std::string_view kTypeBatchZstd = "batch+zstd";
+inline constexpr std::string_view kTypeHeartbeatZstd = "heartbeat+zstd";
+// Largest payload a receiver inflates a "+zstd" frame to by default (the batch decoder's limit).
+inline constexpr size_t kMaxInflatedBytes = 16 << 20;
+
+// One zstd frame of `data` at `level` (1..19).
+std::string compressZstd(std::string_view data, int level = 3);
+// Inflates one or more zstd frames. nullopt + reason ("not zstd", "corrupt", "exceeds N bytes")
+// when the input is not valid zstd or would inflate beyond max_bytes; never allocates more than
+// max_bytes for the output (and a bounded window) whatever the frame header claims.
+std::optional<std::string> decompressZstd(std::string_view data, size_t max_bytes, std::string* reason);
+
+// For a receiver: maps a frame type to its base type ("batch+zstd" -> "batch", "batch" ->
+// "batch") and returns the plain payload (inflated when the type has the "+zstd" suffix).
+// nullopt + reason when inflating fails. `plain` receives the payload view when no copy is
+// needed (uncompressed); the returned string is then empty and `*plain` must be used.
+struct UnwrappedPayload {
+  std::string_view type;     // base type, a view into the given type
+  std::string_view payload;  // the plain payload: into the input, or into `inflated`
+  std::string inflated;      // owns the bytes when the frame was compressed
+  UnwrappedPayload() = default;
+  UnwrappedPayload(const UnwrappedPayload&) = delete;
+  UnwrappedPayload& operator=(const UnwrappedPayload&) = delete;
+};
+bool unwrapPayload(std::string_view type, std::string_view payload, UnwrappedPayload* out, std::string* reason,
+                   size_t max_bytes = kMaxInflatedBytes);
 
 struct Ack {
   std::string agent_id;
@@ -40,6 +69,39 @@ struct Ack {
 };
 std::string encodeAck(const Ack& ack);
 std::optional<Ack> decodeAck(std::string_view payload);
+
+// The node's devices as the agent found them (nvidia-smi, /sys/class/infiniband). PCI ids are
+// normalised like Symptom.device ("0000:18:00.0") so an Xid's device maps straight to a GPU.
+struct GpuInfo {
+  uint32_t index = 0;
+  std::string pci_bus_id;
+  std::string uuid;
+  std::string serial;  // "" when nvidia-smi prints [N/A]
+  bool operator==(const GpuInfo&) const = default;
+};
+
+struct HcaPortInfo {
+  std::string name;         // mlx5_0
+  std::string pci_address;  // 0000:0c:00.0
+  uint32_t port = 0;
+  std::string state;        // ACTIVE, DOWN, INIT, ... (without the "4: " prefix)
+  std::string link_layer;   // InfiniBand | Ethernet
+  bool operator==(const HcaPortInfo&) const = default;
+};
+
+struct NodeInventory {
+  int64_t collected_ns = 0;
+  std::vector<GpuInfo> gpus;
+  std::vector<HcaPortInfo> hcas;
+  std::string gpu_error;  // why the GPU list may be incomplete ("" = read fine)
+  std::string hca_error;
+  // Same devices and errors; the collection time is ignored.
+  bool sameDevices(const NodeInventory& o) const {
+    return gpus == o.gpus && hcas == o.hcas && gpu_error == o.gpu_error && hca_error == o.hca_error;
+  }
+};
+// A stable 64-bit hash of the devices and errors (not the time), never 0.
+uint64_t inventoryHash(const NodeInventory& inv);
 
 struct HeartbeatData {
   std::string agent_id;
@@ -55,6 +117,8 @@ struct HeartbeatData {
   uint64_t spool_bytes = 0;
   uint64_t dropped_symptoms = 0;
   uint64_t next_sequence = 0;
+  std::optional<NodeInventory> inventory;  // carried only when it changed (or every Nth beat)
+  uint64_t inventory_hash = 0;             // the current inventory's hash, in every heartbeat
 };
 std::string encodeHeartbeat(const HeartbeatData& hb);
 std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::string* reason);

@@ -163,4 +163,32 @@ struct Heartbeat {
   droppedSymptoms @9 :UInt64;   # dropped because the spool was full (since the spool was created)
   nextSequence @10 :UInt64;     # the sequence the next batch will get
   startedNs @11 :Int64;         # when this agent process started
+  inventory @12 :NodeInventory; # the node's GPUs and HCAs: set when it changed since the last
+                                # heartbeat that carried it, and every Nth heartbeat; unset otherwise
+  inventoryHash @13 :UInt64;    # hash of the agent's current inventory, in every heartbeat (0: none yet)
+}
+
+# What an agent found on its node (nvidia-smi and /sys/class/infiniband): lets the aggregator turn
+# "PCI:0000:ba:00" in an Xid line into GPU 6 and the ranks that used it.
+struct NodeInventory {
+  collectedNs @0 :Int64;        # UTC ns since epoch
+  gpus @1 :List(GpuInfo);
+  hcas @2 :List(HcaPort);
+  gpuError @3 :Text;            # why the GPU list may be incomplete ("" = read fine)
+  hcaError @4 :Text;
+}
+
+struct GpuInfo {
+  index @0 :UInt32;             # nvidia-smi index
+  pciBusId @1 :Text;            # normalised like Symptom.device: "0000:18:00.0"
+  uuid @2 :Text;                # "GPU-…"
+  serial @3 :Text;              # board serial ("" when nvidia-smi says [N/A])
+}
+
+struct HcaPort {
+  name @0 :Text;                # "mlx5_0"
+  pciAddress @1 :Text;          # normalised: "0000:0c:00.0"
+  port @2 :UInt32;
+  state @3 :Text;               # "ACTIVE", "DOWN", … (from ports/N/state)
+  linkLayer @4 :Text;           # "InfiniBand" | "Ethernet"
 }
