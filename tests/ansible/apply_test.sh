@@ -56,6 +56,7 @@ faultline_agent_extra_config: {spool_max_bytes: 1048576}
 faultline_aggregator_retention_days: 14
 faultline_aggregator_sacct_command: sacct --json --allusers
 faultline_aggregator_extra_options: [--settle, 300]
+faultline_aggregator_ingest: true
 faultline_agent_health_check: command
 faultline_agent_health_check_command: cat $tmp/agents.json
 faultline_agent_health_check_retries: 1
@@ -131,7 +132,8 @@ import shlex, sys
 args = shlex.split(shlex.split(sys.argv[1])[0])
 want = ["--listen", "127.0.0.1", "--port", "8470", "--retention-days", "14",
         "--job-retention-days", "180", "--sacct-command", "sacct --json --allusers", "--sacct-interval", "60",
-        "--settle", "300"]
+        "--ingest-endpoint", "tcp://0.0.0.0:7400", "--curve-secret-key", "/etc/faultline/curve/server.key",
+        "--allow-dir", "/etc/faultline/agents.d", "--settle", "300"]
 if args != want:
     sys.exit(f"got {args}")
 PY
