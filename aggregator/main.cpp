@@ -1,6 +1,6 @@
 // faultline-aggregator: wiring only. Opens the store, loads the rules, builds the verdict engine
 // and the HTTP API on one io_context, and drives the periodic work (verdict ticks, retention
-// pruning, the sacct poll) from timers. Every piece of logic lives in faultline_aggregator.
+// pruning, the sacct poll) from timers; the agents' ZeroMQ ingest runs on its own thread. Every piece of logic lives in faultline_aggregator.
 #include <utility>  // before Asio: Boost 1.74 + GCC 12 need std::exchange declared
 
 #include <CLI/CLI.hpp>
@@ -16,11 +16,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "aggregator/clock.h"
 #include "aggregator/http/api.h"
+#include "aggregator/ingest/ingestor.h"
+#include "aggregator/ingest/zmq_endpoint.h"
 #include "aggregator/http/server.h"
 #include "aggregator/jobs/sacct_poller.h"
 #include "aggregator/metrics/metrics.h"
@@ -65,6 +68,8 @@ int main(int argc, char** argv) {
   double settle = 120, margin = 120, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
   double retention_days = 30, job_retention_days = 180;
   bool sync_full = false;
+  std::string ingest_endpoint = "tcp://127.0.0.1:7400", curve_secret_file, allow_dir, ingest_endpoint_file;
+  size_t max_message_bytes = 16 << 20;
   app.add_option("--db", db, "SQLite database (default $STATE_DIRECTORY/aggregator.db)");
   app.add_option("--listen", listen, "HTTP listen address (default 127.0.0.1)");
   app.add_option("--port", port, "HTTP port (0 = ephemeral)");
@@ -81,7 +86,25 @@ int main(int argc, char** argv) {
   app.add_option("--retention-days", retention_days, "keep symptoms, batches and node events this long");
   app.add_option("--job-retention-days", job_retention_days, "keep jobs and their verdicts this long");
   app.add_flag("--sync-full", sync_full, "fsync every commit (survives power loss, not only crashes)");
+  app.add_option("--ingest-endpoint", ingest_endpoint, "agents' ZeroMQ endpoint to bind (default tcp://127.0.0.1:7400)");
+  app.add_option("--ingest-endpoint-file", ingest_endpoint_file, "write the bound ingest endpoint here once bound");
+  app.add_option("--curve-secret-key", curve_secret_file,
+                 "file with the aggregator's Z85 CurveZMQ secret key (`faultline keygen`); enables ingest");
+  app.add_option("--allow-dir", allow_dir, "agents' public keys, one HOST.pub per node (re-read on SIGHUP)");
+  app.add_option("--max-message-bytes", max_message_bytes, "largest batch or heartbeat payload accepted");
   CLI11_PARSE(app, argc, argv);
+  if (!curve_secret_file.empty() && allow_dir.empty()) {
+    std::fprintf(stderr, "faultline-aggregator: --curve-secret-key needs --allow-dir\n");
+    return 2;
+  }
+  std::string curve_secret;
+  if (!curve_secret_file.empty()) {
+    std::ifstream in(curve_secret_file);
+    if (!in || !(in >> curve_secret)) {
+      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a key\n", curve_secret_file.c_str());
+      return 2;
+    }
+  }
 
   auto loaded = common::loadRuleDirs(rule_dirs.empty() ? defaultRuleDirs() : rule_dirs);
   if (!loaded.rules) {
@@ -128,6 +151,38 @@ int main(int argc, char** argv) {
                listen.c_str(), server.port(), loaded.rules->version.c_str());
   if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
 
+  // Agents' ingest: its own thread (blocking zmq_poll), writing only to the (locked) store.
+  Ingestor ingestor(*store, metrics, clock, common::DecodeLimits{.max_bytes = max_message_bytes});
+  std::unique_ptr<ZmqEndpoint> endpoint;
+  std::thread ingest_thread;
+  if (!curve_secret.empty()) {
+    ZmqEndpointOptions eo;
+    eo.endpoint = ingest_endpoint;
+    eo.curve_secret_key = curve_secret;
+    eo.allow_dir = allow_dir;
+    eo.max_message_bytes = max_message_bytes;
+    endpoint = std::make_unique<ZmqEndpoint>(ingestor, metrics, clock, eo);
+    if (!endpoint->start(&error)) {
+      std::fprintf(stderr, "faultline-aggregator: ingest: %s\n", error.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "faultline-aggregator: ingest on %s, %zu agent keys from %s\n", endpoint->endpoint().c_str(),
+                 endpoint->allowedKeys(), allow_dir.c_str());
+    if (!ingest_endpoint_file.empty()) std::ofstream(ingest_endpoint_file) << endpoint->endpoint() << "\n";
+    ingest_thread = std::thread([&] { endpoint->run(); });
+  } else {
+    std::fprintf(stderr, "faultline-aggregator: no --curve-secret-key: agents' ingest disabled\n");
+  }
+  net::signal_set hup(io, SIGHUP);
+  std::function<void()> wait_hup = [&] {
+    hup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (endpoint) endpoint->requestReload();
+      wait_hup();
+    });
+  };
+  wait_hup();
+
   net::steady_timer tick_timer(io), prune_timer(io), watchdog_timer(io);
   every(tick_timer, std::chrono::milliseconds(static_cast<int64_t>(tick * 1000)), [&] {
     int64_t t0 = clock.steadyNs();
@@ -171,6 +226,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-aggregator: signal %d, stopping\n", sig);
     sd_notify(0, "STOPPING=1");
     server.stop();
+    hup.cancel();
     io.stop();
   });
   sd_notify(0, "READY=1");
@@ -181,5 +237,7 @@ int main(int argc, char** argv) {
   }
   poll_cv.notify_all();
   if (poller.joinable()) poller.join();
+  if (endpoint) endpoint->stop();
+  if (ingest_thread.joinable()) ingest_thread.join();
   return 0;
 }

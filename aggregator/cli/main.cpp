@@ -6,8 +6,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <zmq.h>
 
 #include "aggregator/cli/remote.h"
 #include "aggregator/offline/attribute.h"
@@ -119,6 +121,40 @@ int cmdScan(const std::vector<std::string>& rule_dirs, const std::vector<std::st
   return 0;
 }
 
+// Same files as `faultline-agent keygen`: NAME.key (secret, 0600) and NAME.pub, Z85, one line each.
+int cmdKeygen(const std::string& dir, const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+    std::fprintf(stderr, "faultline keygen: bad name '%s'\n", name.c_str());
+    return 2;
+  }
+  char pub[41] = {}, sec[41] = {};
+  if (zmq_curve_keypair(pub, sec) != 0) {
+    std::fprintf(stderr, "faultline keygen: %s\n", zmq_strerror(zmq_errno()));
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string sec_path = dir + "/" + name + ".key", pub_path = dir + "/" + name + ".pub";
+  {
+    // Created 0600 before the secret is written into it.
+    std::ofstream(sec_path, std::ios::trunc).flush();
+    std::filesystem::permissions(sec_path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::replace, ec);
+    std::ofstream s(sec_path, std::ios::trunc);
+    s << sec << "\n";
+    std::ofstream p(pub_path, std::ios::trunc);
+    p << pub << "\n";
+    s.flush();
+    p.flush();
+    if (ec || !s || !p) {
+      std::fprintf(stderr, "faultline keygen: cannot write into %s\n", dir.c_str());
+      return 1;
+    }
+  }
+  std::printf("%s\n%s\n", sec_path.c_str(), pub_path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,11 +187,18 @@ int main(int argc, char** argv) {
   scan->add_flag("-q,--quiet", quiet, "print only the totals");
   scan->add_flag("--no-aggregate", raw, "do not collapse identical symptoms");
 
+  auto* keygen = app.add_subcommand("keygen", "write a CurveZMQ key pair: DIR/NAME.key (secret) and DIR/NAME.pub");
+  std::string keygen_dir, keygen_name = "agent";
+  keygen->add_option("dir", keygen_dir, "directory (created if missing)")->required();
+  keygen->add_option("--name", keygen_name,
+                     "file name stem (default agent; use the hostname to file NAME.pub into an allow-list)");
+
   cli::RemoteOptions remote;
   cli::addRemoteCommands(app, remote);
 
   CLI11_PARSE(app, argc, argv);
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
+  if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);

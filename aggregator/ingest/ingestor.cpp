@@ -18,10 +18,15 @@ IngestResult Ingestor::reject(std::string reason) {
   return r;
 }
 
-IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view authenticated_agent) {
+void Ingestor::countReject(const std::string& reason) { metrics_.add("faultline_rejects_total", "reason", reason); }
+
+IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view authenticated_agent,
+                                   std::string_view authenticated_host, uint64_t* sequence) {
   std::string reason;
   auto batch = common::decodeBatch(payload.data(), payload.size(), &reason, limits_);
   if (!batch) return reject("decode: " + reason);
+  if (sequence) *sequence = batch->header.sequence;
+  if (!authenticated_host.empty() && batch->header.hostname != authenticated_host) return reject("hostname mismatch");
   return ingest(*batch, authenticated_agent);
 }
 

@@ -1,7 +1,7 @@
 // The transport-independent half of ingest: bytes of a SymptomBatch from an authenticated agent
 // -> validated (common::decodeBatch with size/traversal/nesting limits) -> stored once -> counted.
-// The ZeroMQ endpoint (not wired yet: it waits for the agent protocol to move to common/) calls
-// this for each "batch" frame and acks when the result is stored or duplicate.
+// The ZeroMQ endpoint (zmq_endpoint.h) calls this for each "batch" frame and acks when the result
+// is stored or duplicate.
 //
 // Threading: thread-safe as the Store and Metrics are. Never throws; a bad message is a
 // rejected result with a reason, counted in faultline_rejects_total{reason}.
@@ -20,9 +20,15 @@ class Ingestor {
  public:
   // All references must outlive the Ingestor.
   Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::DecodeLimits limits = {});
-  IngestResult ingestBytes(std::string_view payload, std::string_view authenticated_agent);
+  // `authenticated_host`, when not empty, is the hostname the transport authenticated (the
+  // allow-list entry of the agent's key): a batch claiming another hostname is rejected with
+  // reason "hostname mismatch". `sequence` (optional) gets the batch's sequence once decoded.
+  IngestResult ingestBytes(std::string_view payload, std::string_view authenticated_agent,
+                           std::string_view authenticated_host = {}, uint64_t* sequence = nullptr);
   IngestResult ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
   bool heartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
+  // Counts a message rejected before it reached decoding (frame count, size, unknown type, ...).
+  void countReject(const std::string& reason);
 
  private:
   IngestResult reject(std::string reason);

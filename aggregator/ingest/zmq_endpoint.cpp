@@ -1,0 +1,273 @@
+#include "aggregator/ingest/zmq_endpoint.h"
+
+#include <cstdio>
+
+#include "common/protocol.h"
+
+namespace faultline::aggregator {
+
+namespace {
+
+constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
+constexpr int64_t kMinuteNs = 60'000'000'000;
+
+std::string printable(std::string_view id) {
+  std::string out;
+  for (char c : id.substr(0, 64)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+HeartbeatInfo toInfo(const common::HeartbeatData& hb) {
+  HeartbeatInfo info;
+  info.agent_id = hb.agent_id;
+  info.hostname = hb.hostname;
+  info.boot_id = hb.boot_id;
+  info.agent_version = hb.agent_version;
+  info.ruleset_version = hb.ruleset_version;
+  info.created_ns = hb.created_ns;
+  info.started_ns = hb.started_ns;
+  for (const auto& s : hb.sources) {
+    SourceStatusInfo si;
+    si.source = s.name;
+    si.format = s.format;
+    si.status = s.status;
+    si.reason = s.reason;
+    si.records = s.records;
+    si.skipped = s.skipped;
+    si.lost = s.lost;
+    info.sources.push_back(std::move(si));
+  }
+  info.spool_batches = hb.spool_batches;
+  info.spool_bytes = hb.spool_bytes;
+  info.dropped_symptoms = hb.dropped_symptoms;
+  info.next_sequence = hb.next_sequence;
+  return info;
+}
+
+}  // namespace
+
+ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& clock, ZmqEndpointOptions options)
+    : ingestor_(ingestor), metrics_(metrics), clock_(clock), options_(std::move(options)) {
+  if (!options_.log) options_.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  metrics_.describe("faultline_heartbeats_total", "heartbeats stored");
+  metrics_.describe("faultline_acks_total", "acks sent (stored or duplicate batches)");
+  metrics_.describe("faultline_allowlist_reloads_total", "allow-list loads, by result");
+  metrics_.describe("faultline_ingest_log_suppressed_total", "reject log lines left out by the rate limit");
+}
+
+ZmqEndpoint::~ZmqEndpoint() {
+  // Sockets before the context: context_t's destructor waits for open sockets.
+  router_.reset();
+  zap_.reset();
+}
+
+bool ZmqEndpoint::start(std::string* error) {
+  if (!isZ85Key(options_.curve_secret_key)) {
+    *error = "curve secret key: not a 40-character Z85 key";
+    return false;
+  }
+  std::vector<std::string> errors;
+  allow_ = loadAllowList(options_.allow_dir, &errors);
+  if (!errors.empty() && allow_.host_by_key.empty() && errors.front().rfind(options_.allow_dir + ":", 0) == 0) {
+    *error = "allow-list: " + errors.front();
+    return false;
+  }
+  for (const auto& e : errors) logLine("faultline-aggregator: allow-list: " + e);
+  allowed_keys_ = allow_.host_by_key.size();
+  metrics_.add("faultline_allowlist_reloads_total", "result", errors.empty() ? "ok" : "partial");
+  try {
+    // ZAP first: a handshake that finds no handler would be let through unauthenticated.
+    zap_ = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::rep);
+    zap_->set(zmq::sockopt::linger, 0);
+    zap_->bind(kZapEndpoint);
+    router_ = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::router);
+    router_->set(zmq::sockopt::linger, 0);
+    router_->set(zmq::sockopt::curve_server, 1);
+    router_->set(zmq::sockopt::curve_secretkey, options_.curve_secret_key);
+    router_->set(zmq::sockopt::zap_domain, "faultline");
+    // A restarted agent reconnects with the same routing id: the new connection takes it over.
+    router_->set(zmq::sockopt::router_handover, 1);
+    // Far beyond the limit libzmq itself drops the connection (memory bound); between the two
+    // the message arrives and is rejected and counted here.
+    router_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_message_bytes) * 2 + 4096);
+    router_->set(zmq::sockopt::rcvhwm, 10000);
+    router_->bind(options_.endpoint);
+    std::lock_guard lock(endpoint_mu_);
+    endpoint_ = router_->get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    *error = options_.endpoint + ": " + e.what();
+    router_.reset();
+    zap_.reset();
+    return false;
+  }
+  return true;
+}
+
+std::string ZmqEndpoint::endpoint() const {
+  std::lock_guard lock(endpoint_mu_);
+  return endpoint_;
+}
+
+void ZmqEndpoint::stop() { stop_ = true; }
+void ZmqEndpoint::requestReload() { reload_requested_ = true; }
+
+void ZmqEndpoint::reload() {
+  std::vector<std::string> errors;
+  AllowList fresh = loadAllowList(options_.allow_dir, &errors);
+  for (const auto& e : errors) logLine("faultline-aggregator: allow-list: " + e);
+  bool dir_failed = !errors.empty() && fresh.host_by_key.empty() &&
+                    errors.front().rfind(options_.allow_dir + ":", 0) == 0;
+  if (dir_failed) {
+    // An unreadable directory keeps the old list rather than locking every agent out.
+    metrics_.add("faultline_allowlist_reloads_total", "result", "error");
+  } else {
+    allow_ = std::move(fresh);
+    allowed_keys_ = allow_.host_by_key.size();
+    metrics_.add("faultline_allowlist_reloads_total", "result", errors.empty() ? "ok" : "partial");
+    logLine("faultline-aggregator: allow-list reloaded, " + std::to_string(allow_.host_by_key.size()) + " keys");
+  }
+  ++reloads_;
+}
+
+void ZmqEndpoint::run() {
+  if (!router_) return;
+  while (!stop_) {
+    if (reload_requested_.exchange(false)) reload();
+    zmq::pollitem_t items[] = {{zap_->handle(), 0, ZMQ_POLLIN, 0}, {router_->handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(options_.poll_ms));
+      if (items[0].revents & ZMQ_POLLIN) handleZap();
+      if (items[1].revents & ZMQ_POLLIN) handleRouter();
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return;
+      logLine(std::string("faultline-aggregator: ingest: zmq: ") + e.what());
+    }
+  }
+}
+
+// ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, credentials...];
+// reply [version, request id, status code, status text, user id, metadata].
+void ZmqEndpoint::handleZap() {
+  std::vector<zmq::message_t> req;
+  while (true) {
+    zmq::message_t m;
+    if (!zap_->recv(m, zmq::recv_flags::dontwait)) break;
+    bool more = m.more();
+    req.push_back(std::move(m));
+    if (!more) break;
+  }
+  if (req.empty()) return;
+  std::string version = req.size() > 0 ? req[0].to_string() : "", request_id = req.size() > 1 ? req[1].to_string() : "";
+  std::string address = req.size() > 3 ? req[3].to_string() : "";
+  std::string status = "400", text = "not allowed", user;
+  if (req.size() >= 7 && req[5].to_string_view() == "CURVE" && req[6].size() == 32) {
+    char z85[41] = {};
+    zmq_z85_encode(z85, static_cast<const uint8_t*>(req[6].data()), 32);
+    if (auto it = allow_.host_by_key.find(z85); it != allow_.host_by_key.end()) {
+      status = "200";
+      text = "OK";
+      user = it->second;
+    } else {
+      reject("unknown key", address, std::string("key ") + z85);
+    }
+  } else {
+    reject("unauthenticated", address, "mechanism not CURVE");
+  }
+  zap_->send(zmq::buffer(version.empty() ? std::string("1.0") : version), zmq::send_flags::sndmore);
+  zap_->send(zmq::buffer(request_id), zmq::send_flags::sndmore);
+  zap_->send(zmq::buffer(status), zmq::send_flags::sndmore);
+  zap_->send(zmq::buffer(text), zmq::send_flags::sndmore);
+  zap_->send(zmq::buffer(user), zmq::send_flags::sndmore);
+  zap_->send(zmq::str_buffer(""), zmq::send_flags::none);
+}
+
+void ZmqEndpoint::handleRouter() {
+  // Drain what is queued now (bounded, so ZAP requests are not starved by a flood).
+  for (int n = 0; n < 256; ++n) {
+    std::vector<zmq::message_t> frames;
+    while (true) {
+      zmq::message_t m;
+      if (!router_->recv(m, zmq::recv_flags::dontwait)) break;
+      bool more = m.more();
+      frames.push_back(std::move(m));
+      if (!more) break;
+    }
+    if (frames.empty()) return;
+    handleMessage(frames);
+  }
+}
+
+void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
+  std::string routing_id = frames[0].to_string();
+  // The hostname ZAP bound to this connection's key; every frame of a message carries it.
+  std::string host;
+  if (frames.size() > 1) {
+    const char* uid = zmq_msg_gets(frames[1].handle(), "User-Id");
+    if (uid) host = uid;
+  }
+  std::string who = host.empty() ? printable(routing_id) : host;
+  if (host.empty()) return reject("unauthenticated", who);
+  if (frames.size() != 3) return reject("frame count", who, std::to_string(frames.size() - 1) + " frames");
+  auto type = frames[1].to_string_view();
+  auto payload = frames[2].to_string_view();
+  if (payload.size() > options_.max_message_bytes)
+    return reject("oversized", who, std::to_string(payload.size()) + " bytes");
+
+  if (type == common::kTypeBatch) {
+    uint64_t sequence = 0;
+    auto r = ingestor_.ingestBytes(payload, routing_id, host, &sequence);
+    if (r.status == IngestResult::Status::kRejected) {
+      // Counted by the Ingestor; only logged here.
+      return reject("", who, r.reason);
+    }
+    // Acked only now: the batch is committed (or was already).
+    std::string ack = common::encodeAck({routing_id, sequence});
+    metrics_.add("faultline_acks_total");  // before the send: a test may read it on the ack
+    try {
+      router_->send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(zmq::buffer(common::kTypeAck), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(zmq::buffer(ack), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      // The agent resends what is not acked; nothing is lost.
+      logLine(std::string("faultline-aggregator: ingest: ack to ") + who + ": " + e.what());
+    }
+    return;
+  }
+  if (type == common::kTypeHeartbeat) {
+    std::string reason;
+    auto hb = common::decodeHeartbeat(payload, &reason);
+    if (!hb) return reject("heartbeat: decode: " + reason, who);
+    if (hb->hostname != host) return reject("heartbeat: hostname mismatch", who, "claims " + printable(hb->hostname));
+    if (!ingestor_.heartbeat(toInfo(*hb), routing_id, &reason)) return reject("", who, "heartbeat: " + reason);
+    return;
+  }
+  reject("unknown type", who, printable(type));
+}
+
+// reason "" = already counted by the Ingestor.
+void ZmqEndpoint::reject(const std::string& reason, const std::string& who, const std::string& detail) {
+  if (!reason.empty()) ingestor_.countReject(reason);
+  std::string line = "faultline-aggregator: ingest: rejected from " + who + ": " + (reason.empty() ? detail : reason);
+  if (!reason.empty() && !detail.empty()) line += " (" + detail + ")";
+  logLine(line);
+}
+
+void ZmqEndpoint::logLine(const std::string& line) {
+  int64_t now = clock_.steadyNs();
+  if (now - log_window_start_ns_ >= kMinuteNs) {
+    if (log_suppressed_)
+      options_.log("faultline-aggregator: ingest: " + std::to_string(log_suppressed_) + " log lines suppressed");
+    log_window_start_ns_ = now;
+    log_in_window_ = 0;
+    log_suppressed_ = 0;
+  }
+  if (options_.log_per_minute > 0 && log_in_window_ >= options_.log_per_minute) {
+    ++log_suppressed_;
+    metrics_.add("faultline_ingest_log_suppressed_total");
+    return;
+  }
+  ++log_in_window_;
+  options_.log(line);
+}
+
+}  // namespace faultline::aggregator

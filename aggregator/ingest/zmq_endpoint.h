@@ -1,0 +1,89 @@
+// The agents' ZeroMQ ingest endpoint (docs/wire-protocol.md, "Aggregator side"): a ROUTER socket,
+// CurveZMQ server, with a ZAP handler that admits only public keys of the allow-list directory
+// (allow_list.h) and names each connection by the key's hostname (ZAP User-Id). Every message is
+// checked — frame count, size, type, decode limits, the claimed hostname against the
+// authenticated one — before the Ingestor stores it; a batch is acked after it is committed (or
+// found already stored). A bad message is rejected, counted in faultline_rejects_total{reason},
+// logged (rate limited), and the loop goes on.
+//
+// Threading: start() on any thread; then run() blocks the calling thread (normally a dedicated
+// one) until stop(). stop(), requestReload() and endpoint() are thread-safe. The endpoint owns
+// its zmq context (one ZAP handler per context). The Ingestor and Metrics must outlive it; they
+// are called from the run() thread. Never throws.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <zmq.hpp>
+
+#include "aggregator/clock.h"
+#include "aggregator/ingest/allow_list.h"
+#include "aggregator/ingest/ingestor.h"
+#include "aggregator/metrics/metrics.h"
+
+namespace faultline::aggregator {
+
+struct ZmqEndpointOptions {
+  std::string endpoint = "tcp://127.0.0.1:7400";  // bind address; "tcp://127.0.0.1:*" = ephemeral
+  std::string curve_secret_key;                   // Z85, the aggregator's secret key (required)
+  std::string allow_dir;                          // HOST.pub files (required)
+  size_t max_message_bytes = 16 << 20;            // larger payloads are rejected ("oversized")
+  int poll_ms = 100;                              // how soon stop()/reload requests are seen
+  int log_per_minute = 30;                        // reject log lines; the rest are counted
+  // Where log lines go (default: stderr).
+  std::function<void(const std::string&)> log;
+};
+
+class ZmqEndpoint {
+ public:
+  ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& clock, ZmqEndpointOptions options);
+  ~ZmqEndpoint();
+
+  // Loads the allow-list, starts the ZAP handler, binds. false + *error on a bad key, an
+  // unreadable allow-list directory or a bind failure. Allow-list entries that do not parse are
+  // logged and skipped.
+  bool start(std::string* error);
+  // Serves until stop(). Call once, after a successful start().
+  void run();
+  void stop();
+  // The allow-list is re-read by the run() thread at its next poll (SIGHUP).
+  void requestReload();
+  // The bound endpoint with the real port (ZMQ_LAST_ENDPOINT).
+  std::string endpoint() const;
+  // Reloads done so far (tests wait on it).
+  uint64_t reloads() const { return reloads_.load(); }
+  size_t allowedKeys() const { return allowed_keys_.load(); }
+
+ private:
+  void reload();
+  void handleZap();
+  void handleRouter();
+  void handleMessage(std::vector<zmq::message_t>& frames);
+  void reject(const std::string& reason, const std::string& who, const std::string& detail = "");
+  void logLine(const std::string& line);
+
+  Ingestor& ingestor_;
+  Metrics& metrics_;
+  const Clock& clock_;
+  ZmqEndpointOptions options_;
+  zmq::context_t ctx_;
+  std::unique_ptr<zmq::socket_t> zap_;
+  std::unique_ptr<zmq::socket_t> router_;
+  AllowList allow_;  // run() thread only (and start())
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reload_requested_{false};
+  std::atomic<uint64_t> reloads_{0};
+  std::atomic<size_t> allowed_keys_{0};
+  mutable std::mutex endpoint_mu_;
+  std::string endpoint_;
+  // Rate limit for log lines: a window of one minute on the steady clock.
+  int64_t log_window_start_ns_ = 0;
+  int log_in_window_ = 0;
+  uint64_t log_suppressed_ = 0;
+};
+
+}  // namespace faultline::aggregator

@@ -1,0 +1,289 @@
+// The agents' ZeroMQ endpoint over real sockets on tcp://127.0.0.1:* with CurveZMQ: who gets in
+// (allow-list, ZAP), what is stored (validated, once), what is acked, and that nothing a client
+// sends stops the loop. Waits poll sockets or counters against deadlines; nothing sleeps.
+#include "aggregator/ingest/zmq_endpoint.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <thread>
+
+#include "common/protocol.h"
+#include "tests/aggregator/core/test_util.h"
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+
+namespace {
+
+struct KeyPair {
+  std::string pub, sec;
+  KeyPair() {
+    char p[41] = {}, s[41] = {};
+    REQUIRE(zmq_curve_keypair(p, s) == 0);
+    pub = p;
+    sec = s;
+  }
+};
+
+// An agent-like DEALER (routing id = agent id), Curve client of the endpoint.
+class Client {
+ public:
+  Client(zmq::context_t& ctx, const std::string& endpoint, const std::string& server_pub, const KeyPair& keys,
+         const std::string& agent_id)
+      : socket_(ctx, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::routing_id, agent_id);
+    socket_.set(zmq::sockopt::curve_serverkey, server_pub);
+    socket_.set(zmq::sockopt::curve_publickey, keys.pub);
+    socket_.set(zmq::sockopt::curve_secretkey, keys.sec);
+    socket_.connect(endpoint);
+  }
+  void send(const std::vector<std::string>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i)
+      socket_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  // The next ack, or nullopt when none arrives before the deadline.
+  std::optional<common::Ack> waitAck(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, timeout) <= 0) return std::nullopt;
+    std::vector<zmq::message_t> frames;
+    while (true) {
+      zmq::message_t m;
+      if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
+      bool more = m.more();
+      frames.push_back(std::move(m));
+      if (!more) break;
+    }
+    if (frames.size() != 2 || frames[0].to_string_view() != common::kTypeAck) return std::nullopt;
+    return common::decodeAck(frames[1].to_string_view());
+  }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+struct Fixture {
+  TempDir dir;
+  ManualClock clock{kT0};
+  std::unique_ptr<Store> store;
+  Metrics metrics;
+  std::unique_ptr<Ingestor> ingestor;
+  std::unique_ptr<ZmqEndpoint> endpoint;
+  std::thread thread;
+  KeyPair server;
+  std::vector<std::string> log;  // endpoint thread only until joined
+  zmq::context_t ctx;
+
+  explicit Fixture(size_t max_message_bytes = 1 << 20) {
+    std::string error;
+    store = Store::open(dir.file("z.db"), clock, {}, &error);
+    REQUIRE(store);
+    std::filesystem::create_directories(dir.file("agents.d"));
+    ingestor = std::make_unique<Ingestor>(*store, metrics, clock, common::DecodeLimits{.max_bytes = max_message_bytes});
+    ZmqEndpointOptions o;
+    o.endpoint = "tcp://127.0.0.1:*";
+    o.curve_secret_key = server.sec;
+    o.allow_dir = dir.file("agents.d");
+    o.max_message_bytes = max_message_bytes;
+    o.poll_ms = 20;
+    o.log = [this](const std::string& l) { log.push_back(l); };
+    endpoint = std::make_unique<ZmqEndpoint>(*ingestor, metrics, clock, o);
+  }
+  void allow(const std::string& host, const KeyPair& keys) {
+    std::ofstream(dir.file("agents.d/" + host + ".pub")) << keys.pub << "\n";
+  }
+  void start() {
+    std::string error;
+    REQUIRE(endpoint->start(&error));
+    thread = std::thread([this] { endpoint->run(); });
+  }
+  ~Fixture() {
+    endpoint->stop();
+    if (thread.joinable()) thread.join();
+  }
+  std::unique_ptr<Client> client(const KeyPair& keys, const std::string& agent_id) {
+    return std::make_unique<Client>(ctx, endpoint->endpoint(), server.pub, keys, agent_id);
+  }
+  uint64_t rejects(const std::string& reason) { return metrics.counter("faultline_rejects_total", reason); }
+};
+
+std::string batchBytes(const std::string& node, uint64_t seq, int n_symptoms = 1) {
+  std::vector<common::Symptom> s;
+  for (int i = 0; i < n_symptoms; ++i) s.push_back(makeSymptom(node, "gpu.xid.79", kT0 + i * kSec));
+  return common::encodeBatch(makeBatch(node, seq, s));
+}
+
+}  // namespace
+
+TEST_CASE("zmq endpoint: an allowed key is accepted, its batch stored and acked, heartbeat stored", "[zmq]") {
+  Fixture f;
+  KeyPair agent;
+  f.allow("gpu-01", agent);
+  f.start();
+  CHECK(f.endpoint->endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
+  CHECK(f.endpoint->allowedKeys() == 1);
+  auto c = f.client(agent, "agent-gpu-01");
+  c->send({"batch", batchBytes("gpu-01", 7, 2)});
+  auto ack = c->waitAck();
+  REQUIRE(ack);
+  CHECK(ack->agent_id == "agent-gpu-01");
+  CHECK(ack->sequence == 7);
+  CHECK(f.store->counts().symptoms == 2);
+
+  common::HeartbeatData hb;
+  hb.agent_id = "agent-gpu-01";
+  hb.hostname = "gpu-01";
+  hb.boot_id = "boot-1";
+  hb.created_ns = kT0;
+  hb.sources.push_back({.name = "kmsg", .format = "kmsg", .records = 5});
+  c->send({"heartbeat", common::encodeHeartbeat(hb)});
+  REQUIRE(waitFor([&] { return f.metrics.counter("faultline_heartbeats_total") == 1; }));
+  auto agents = f.store->agents();
+  REQUIRE(agents.size() == 1);
+  CHECK(agents[0].hostname == "gpu-01");
+  REQUIRE(agents[0].sources.size() == 1);
+  CHECK(agents[0].sources[0].records == 5);
+}
+
+TEST_CASE("zmq endpoint: an unknown key is refused at the handshake and counted", "[zmq]") {
+  Fixture f;
+  KeyPair known, stranger;
+  f.allow("gpu-01", known);
+  f.start();
+  auto c = f.client(stranger, "agent-gpu-01");
+  c->send({"batch", batchBytes("gpu-01", 1)});
+  REQUIRE(waitFor([&] { return f.rejects("unknown key") >= 1; }));
+  // The handshake failed: the message never got through, so there is nothing to ack.
+  CHECK_FALSE(c->waitAck(std::chrono::milliseconds(200)));
+  CHECK(f.store->counts().symptoms == 0);
+  CHECK(f.store->counts().batches == 0);
+  auto render = f.metrics.render();
+  CHECK_THAT(render, Catch::Contains("faultline_rejects_total{reason=\"unknown key\"}"));
+}
+
+TEST_CASE("zmq endpoint: a known key claiming another hostname is rejected and counted", "[zmq]") {
+  Fixture f;
+  KeyPair a, b;
+  f.allow("gpu-01", a);
+  f.allow("gpu-02", b);
+  f.start();
+  auto c = f.client(a, "agent-gpu-02");
+  c->send({"batch", batchBytes("gpu-02", 1)});  // gpu-01's key speaking for gpu-02
+  common::HeartbeatData hb;
+  hb.agent_id = "agent-gpu-02";
+  hb.hostname = "gpu-02";
+  c->send({"heartbeat", common::encodeHeartbeat(hb)});
+  REQUIRE(waitFor([&] { return f.rejects("heartbeat: hostname mismatch") == 1; }));
+  CHECK(f.rejects("hostname mismatch") == 1);
+  CHECK(f.store->counts().symptoms == 0);
+  CHECK(f.store->agents().empty());
+  CHECK_FALSE(c->waitAck(std::chrono::milliseconds(50)));
+  // Its own hostname goes through on the same connection.
+  auto own = f.client(a, "agent-gpu-01");
+  own->send({"batch", batchBytes("gpu-01", 1)});
+  REQUIRE(own->waitAck());
+  CHECK(f.store->counts().symptoms == 1);
+}
+
+TEST_CASE("zmq endpoint: garbage, truncated, oversized and misframed messages are rejected; it keeps serving",
+          "[zmq]") {
+  Fixture f(64 << 10);
+  KeyPair agent;
+  f.allow("gpu-01", agent);
+  f.start();
+  auto c = f.client(agent, "agent-gpu-01");
+  std::string good = batchBytes("gpu-01", 1);
+  c->send({"batch", "\x13\x37 garbage bytes that are not a packed capnp message \xff\xff"});
+  c->send({"batch", good.substr(0, good.size() / 2)});
+  c->send({"batch", std::string(100 << 10, 'x')});  // over the 64 KiB limit
+  c->send({"batch"});                               // one frame
+  c->send({"batch", good, "extra"});                // three frames
+  c->send({"nonsense", good});
+  c->send({"heartbeat", "not a heartbeat"});
+  // Messages on one connection are handled in order: this ack means all of the above were seen.
+  c->send({"batch", batchBytes("gpu-01", 2)});
+  auto ack = c->waitAck();
+  REQUIRE(ack);
+  CHECK(ack->sequence == 2);
+  CHECK(f.rejects("oversized") == 1);
+  CHECK(f.rejects("frame count") == 2);
+  CHECK(f.rejects("unknown type") == 1);
+  uint64_t decode = 0;
+  for (const char* r : {"decode: truncated", "decode: malformed", "decode: too large", "decode: bad enum"})
+    decode += f.rejects(r);
+  auto render = f.metrics.render();
+  INFO(render);
+  CHECK_THAT(render, Catch::Contains("reason=\"decode: "));
+  CHECK_THAT(render, Catch::Contains("reason=\"heartbeat: decode: "));
+  CHECK(f.metrics.counter("faultline_batches_total", "rejected") == 2);  // garbage + truncated
+  CHECK(f.store->counts().batches == 1);
+  CHECK(f.store->counts().symptoms == 1);
+  CHECK_FALSE(f.log.empty());
+}
+
+TEST_CASE("zmq endpoint: a replayed batch is acked again and stored once", "[zmq]") {
+  Fixture f;
+  KeyPair agent;
+  f.allow("gpu-01", agent);
+  f.start();
+  auto c = f.client(agent, "agent-gpu-01");
+  std::string bytes = batchBytes("gpu-01", 5, 3);
+  for (int i = 0; i < 3; ++i) {
+    c->send({"batch", bytes});
+    auto ack = c->waitAck();
+    REQUIRE(ack);
+    CHECK(ack->sequence == 5);
+  }
+  CHECK(f.store->counts().symptoms == 3);
+  CHECK(f.store->counts().batches == 1);
+  CHECK(f.metrics.counter("faultline_batches_total", "stored") == 1);
+  CHECK(f.metrics.counter("faultline_batches_total", "duplicate") == 2);
+  CHECK(f.metrics.counter("faultline_acks_total") == 3);
+}
+
+TEST_CASE("zmq endpoint: the allow-list is re-read on request (SIGHUP): added keys get in, removed ones not",
+          "[zmq]") {
+  Fixture f;
+  KeyPair a, b;
+  f.allow("gpu-01", a);
+  f.start();
+  auto cb = f.client(b, "agent-gpu-02");
+  cb->send({"batch", batchBytes("gpu-02", 1)});
+  REQUIRE(waitFor([&] { return f.rejects("unknown key") >= 1; }));
+  f.allow("gpu-02", b);
+  std::filesystem::remove(f.dir.file("agents.d/gpu-01.pub"));
+  f.endpoint->requestReload();
+  REQUIRE(waitFor([&] { return f.endpoint->reloads() == 1; }));
+  CHECK(f.endpoint->allowedKeys() == 1);
+  // A fresh connection handshakes again (the refused one may have given up).
+  auto cb2 = f.client(b, "agent-gpu-02b");
+  common::SymptomBatchData batch = makeBatch("gpu-02", 1, {makeSymptom("gpu-02", "gpu.xid.79", kT0)});
+  batch.header.agent_id = "agent-gpu-02b";
+  cb2->send({"batch", common::encodeBatch(batch)});
+  REQUIRE(cb2->waitAck());
+  uint64_t before = f.rejects("unknown key");
+  auto ca = f.client(a, "agent-gpu-01");
+  ca->send({"batch", batchBytes("gpu-01", 1)});
+  REQUIRE(waitFor([&] { return f.rejects("unknown key") > before; }));
+  CHECK(f.store->counts().symptoms == 1);
+}
+
+TEST_CASE("allow-list: HOST.pub files; bad and duplicated keys are reported and left out", "[zmq]") {
+  TempDir dir;
+  KeyPair a, b;
+  std::ofstream(dir.file("gpu-01.pub")) << a.pub << "\n";
+  std::ofstream(dir.file("gpu-02.pub")) << b.pub << "\n";
+  std::ofstream(dir.file("gpu-03.pub")) << b.pub << "\n";  // same key as gpu-02: neither trusted
+  std::ofstream(dir.file("gpu-04.pub")) << "not a key\n";
+  std::ofstream(dir.file("README")) << "ignored\n";
+  std::vector<std::string> errors;
+  auto list = loadAllowList(dir.path(), &errors);
+  CHECK(list.host_by_key.size() == 1);
+  CHECK(list.host_by_key.at(a.pub) == "gpu-01");
+  CHECK(errors.size() == 2);
+  errors.clear();
+  loadAllowList(dir.file("missing"), &errors);
+  CHECK(errors.size() == 1);
+}
