@@ -6,10 +6,10 @@ namespace faultline::agent {
 
 Agent::Agent(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
              std::vector<std::unique_ptr<Source>> sources, Spool& spool, Shipper* shipper, AgentOptions options,
-             Logger& log, Notifier notify)
+             Logger& log, Notifier notify, InventoryCollector* inventory)
     : io_(io), clock_(clock), engine_(std::make_unique<common::RuleEngine>(std::move(rules))),
       sources_(std::move(sources)), spool_(spool), shipper_(shipper), options_(std::move(options)), log_(log),
-      notify_(std::move(notify)), aggregator_(options_.aggregate_window_ns), commit_timer_(io),
+      notify_(std::move(notify)), inventory_collector_(inventory), aggregator_(options_.aggregate_window_ns), commit_timer_(io),
       heartbeat_timer_(io), watchdog_timer_(io) {}
 
 Agent::~Agent() {
@@ -17,6 +17,16 @@ Agent::~Agent() {
   heartbeat_timer_.cancel();
   watchdog_timer_.cancel();
   for (auto& s : sources_) s->stop();
+  if (inventory_collector_) inventory_collector_->cancel();
+}
+
+void Agent::startSource(Source& s, const std::map<std::string, std::string>& checkpoints) {
+  const std::string name = s.name();
+  auto it = checkpoints.find(name);
+  s.start(it == checkpoints.end() ? "" : it->second,
+          [this, name](common::LogRecord&& r, common::SourceKind kind) { onRecord(name, std::move(r), kind); });
+  auto h = s.health();
+  if (h.status != "ok") log_.warn("faultline-agent: source {}: {}: {}", h.name, h.status, h.reason);
 }
 
 void Agent::start() {
@@ -24,14 +34,10 @@ void Agent::start() {
   stopped_ = false;
   for (auto& g : spool_.openGroups()) aggregator_.add(std::move(g));
   auto checkpoints = spool_.checkpoints();
-  for (auto& s : sources_) {
-    const std::string name = s->name();
-    auto it = checkpoints.find(name);
-    s->start(it == checkpoints.end() ? "" : it->second,
-             [this, name](common::LogRecord&& r, common::SourceKind kind) { onRecord(name, std::move(r), kind); });
-    auto h = s->health();
-    if (h.status != "ok") log_.warn("faultline-agent: source {}: {}: {}", h.name, h.status, h.reason);
-  }
+  for (auto& s : sources_) startSource(*s, checkpoints);
+  next_discovery_steady_ = clock_.steadyNs() + options_.discovery_interval_ns;
+  next_inventory_steady_ = clock_.steadyNs();  // collect at start
+  periodic();
   armCommit();
   armHeartbeat();
   armWatchdog();
@@ -49,6 +55,69 @@ void Agent::stop() {
   heartbeat_timer_.cancel();
   watchdog_timer_.cancel();
   for (auto& s : sources_) s->stop();
+  if (inventory_collector_) inventory_collector_->cancel();
+}
+
+void Agent::periodic() {
+  if (stopped_) return;
+  const int64_t now = clock_.steadyNs();
+  if (inventory_collector_ && !inventory_collector_->running() && now >= next_inventory_steady_) {
+    next_inventory_steady_ = now + options_.inventory_interval_ns;
+    inventory_collector_->collect([this](common::NodeInventory inv) { onInventory(std::move(inv)); });
+  }
+  if (discovery_ && now >= next_discovery_steady_) {
+    next_discovery_steady_ = now + options_.discovery_interval_ns;
+    discover();
+  }
+}
+
+void Agent::onInventory(common::NodeInventory inv) {
+  ++stats_.inventories;
+  if (inventory_ && inventory_->sameDevices(inv)) {
+    inventory_->collected_ns = inv.collected_ns;
+    return;
+  }
+  ++stats_.inventory_changes;
+  log_.info("faultline-agent: inventory {}: {} GPU(s){}, {} HCA port(s){}", inventory_ ? "changed" : "read",
+            inv.gpus.size(), inv.gpu_error.empty() ? "" : " (" + inv.gpu_error + ")", inv.hcas.size(),
+            inv.hca_error.empty() ? "" : " (" + inv.hca_error + ")");
+  inventory_hash_ = common::inventoryHash(inv);
+  inventory_ = std::move(inv);
+  inventory_unsent_ = true;
+  // At start and on change the aggregator hears at once, not a heartbeat interval later.
+  sendHeartbeat();
+}
+
+void Agent::discover() {
+  std::vector<std::string> known;
+  known.reserve(sources_.size());
+  for (const auto& s : sources_) known.push_back(s->name());
+  auto fresh = discovery_(known);
+  if (fresh.empty()) return;
+  auto checkpoints = spool_.checkpoints();
+  for (auto& s : fresh) {
+    if (std::find(known.begin(), known.end(), s->name()) != known.end()) continue;  // defensive
+    log_.info("faultline-agent: new source {}", s->name());
+    startSource(*s, checkpoints);
+    known.push_back(s->name());
+    sources_.push_back(std::move(s));
+    ++stats_.sources_added;
+  }
+}
+
+void Agent::sendHeartbeat() {
+  if (!shipper_ || stopped_) return;
+  auto hb = heartbeat();
+  const bool carry = inventory_ && (inventory_unsent_ || (options_.inventory_every_heartbeats > 0 &&
+                                                          beats_without_inventory_ + 1 >= options_.inventory_every_heartbeats));
+  if (carry) hb.inventory = inventory_;
+  // A heartbeat is best effort: one that could not be queued leaves the inventory due.
+  if (shipper_->sendHeartbeat(encodeHeartbeat(hb)) && carry) {
+    inventory_unsent_ = false;
+    beats_without_inventory_ = 0;
+  } else if (!carry) {
+    ++beats_without_inventory_;
+  }
 }
 
 void Agent::onRecord(const std::string& source, common::LogRecord&& record, common::SourceKind kind) {
@@ -156,6 +225,7 @@ HeartbeatData Agent::heartbeat() const {
   hb.spool_bytes = st.bytes;
   hb.dropped_symptoms = st.dropped_symptoms;
   hb.next_sequence = st.next_sequence;
+  hb.inventory_hash = inventory_ ? inventory_hash_ : 0;
   return hb;
 }
 
@@ -174,6 +244,7 @@ void Agent::armCommit() {
   commit_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     commit();
+    periodic();
     armCommit();
   });
 }
@@ -183,7 +254,7 @@ void Agent::armHeartbeat() {
   heartbeat_timer_.expires_after(std::chrono::milliseconds(options_.heartbeat_interval_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    if (shipper_) shipper_->sendHeartbeat(encodeHeartbeat(heartbeat()));
+    sendHeartbeat();
     if (notify_) notify_("STATUS=" + statusLine());
     armHeartbeat();
   });

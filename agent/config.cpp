@@ -62,6 +62,8 @@ const std::vector<Key>& keys() {
       scalar("state_dir", &AgentConfig::state_dir, "state directory (spool)"),
       scalar("spool_path", &AgentConfig::spool_path, "spool database (default: <state_dir>/spool.db)"),
       scalar("spool_max_bytes", &AgentConfig::spool_max_bytes, "bound of unacknowledged batches in the spool"),
+      scalar("spool_synchronous", &AgentConfig::spool_synchronous,
+             "normal|full: fsync the spool at checkpoints (kill -9 safe) or on every commit (power-loss safe)"),
       list("rules_dirs", &AgentConfig::rules_dirs, "rule directories"),
       scalar("rules_override_dir", &AgentConfig::rules_override_dir, "local rule directory, loaded after rules_dirs"),
       list("endpoints", &AgentConfig::endpoints, "aggregator endpoints (tcp://host:port)"),
@@ -75,6 +77,13 @@ const std::vector<Key>& keys() {
       scalar("critical_first", &AgentConfig::critical_first, "send the most severe batches first"),
       scalar("rate_limit_bytes_per_sec", &AgentConfig::rate_limit_bytes_per_sec, "link byte-rate cap (0: none)"),
       scalar("rate_burst_bytes", &AgentConfig::rate_burst_bytes, "token bucket size"),
+      scalar("compression", &AgentConfig::compression, "none|zstd: compress batches on the wire"),
+      scalar("compression_level", &AgentConfig::compression_level, "zstd level (1..19)"),
+      scalar("nvidia_smi", &AgentConfig::nvidia_smi, "GPU inventory command (\"\" disables)"),
+      scalar("sysfs_root", &AgentConfig::sysfs_root, "sysfs root for the HCA inventory"),
+      scalar("inventory_interval_s", &AgentConfig::inventory_interval_s, "re-check the node inventory this often"),
+      scalar("inventory_every_heartbeats", &AgentConfig::inventory_every_heartbeats,
+             "send an unchanged inventory every N heartbeats (0: only on change)"),
       scalar("journald", &AgentConfig::journald, "follow the journal"),
       scalar("journal_dir", &AgentConfig::journal_dir, "journal directory (default: the system journal)"),
       list("journal_files", &AgentConfig::journal_files, "journal files to read instead"),
@@ -85,6 +94,7 @@ const std::vector<Key>& keys() {
       scalar("boot_id_file", &AgentConfig::boot_id_file, "boot id file"),
       scalar("fabricmanager_log", &AgentConfig::fabricmanager_log, "Fabric Manager log (\"\" disables)"),
       list("file_globs", &AgentConfig::file_globs, "application log globs"),
+      scalar("file_glob_interval_s", &AgentConfig::file_glob_interval_s, "re-expand file_globs this often"),
       scalar("files_from_start", &AgentConfig::files_from_start, "without a checkpoint, read whole files"),
       scalar("file_poll_ms", &AgentConfig::file_poll_ms, "fallback file poll period besides inotify"),
       scalar("utc_offset_s", &AgentConfig::utc_offset_s, "local time - UTC of local-time logs (default: system zone)"),
@@ -157,6 +167,14 @@ void validate(const AgentConfig& c, std::vector<std::string>* errors) {
   if (c.max_in_flight < 1) err("max_in_flight must be >= 1");
   if (c.spool_max_bytes < (64 << 10)) err("spool_max_bytes must be >= 65536");
   if (c.rules_dirs.empty()) err("rules_dirs is empty");
+  if (c.compression != "none" && c.compression != "zstd")
+    err("compression must be 'none' or 'zstd', not '" + c.compression + "'");
+  if (c.compression_level < 1 || c.compression_level > 19) err("compression_level must be 1..19");
+  if (c.spool_synchronous != "normal" && c.spool_synchronous != "full")
+    err("spool_synchronous must be 'normal' or 'full', not '" + c.spool_synchronous + "'");
+  if (c.inventory_interval_s < 10) err("inventory_interval_s must be >= 10");
+  if (c.inventory_every_heartbeats < 0) err("inventory_every_heartbeats must be >= 0");
+  if (c.file_glob_interval_s < 1) err("file_glob_interval_s must be >= 1");
   if (!c.journald && !c.kmsg && c.fabricmanager_log.empty() && c.file_globs.empty())
     err("no source enabled");
 }

@@ -18,6 +18,10 @@ struct AgentConfig {
   std::string state_dir = "/var/lib/faultline-agent";
   std::string spool_path;               // default: <state_dir>/spool.db
   uint64_t spool_max_bytes = 64ull << 20;
+  // normal: WAL fsynced at checkpoints only — a kill -9 loses nothing, a power cut may lose the
+  // last commits (their log lines are then read again: the checkpoints roll back with them).
+  // full: fsync on every commit.
+  std::string spool_synchronous = "normal";
 
   std::vector<std::string> rules_dirs = {"/usr/share/faultline/rules"};
   std::string rules_override_dir = "/etc/faultline/rules.d";  // loaded after, if it exists
@@ -34,6 +38,13 @@ struct AgentConfig {
   bool critical_first = true;
   uint64_t rate_limit_bytes_per_sec = 0;  // 0: unlimited
   uint64_t rate_burst_bytes = 256 << 10;
+  std::string compression = "none";     // none | zstd (on top of packed Cap'n Proto)
+  int compression_level = 3;
+
+  std::string nvidia_smi = "nvidia-smi";  // GPU inventory command; "" disables it
+  std::string sysfs_root = "/sys";        // HCA inventory from <root>/class/infiniband
+  int inventory_interval_s = 600;         // re-check the devices this often
+  int inventory_every_heartbeats = 10;    // resend an unchanged inventory this often (0: never)
 
   bool journald = true;
   std::string journal_dir;              // "" = the local system journal
@@ -45,6 +56,7 @@ struct AgentConfig {
   std::string boot_id_file = "/proc/sys/kernel/random/boot_id";
   std::string fabricmanager_log = "/var/log/fabricmanager.log";  // "" disables
   std::vector<std::string> file_globs;  // application logs (auto-detected format)
+  int file_glob_interval_s = 30;        // re-expand file_globs this often (new files are followed)
   bool files_from_start = false;        // first start without a checkpoint: whole file (else new)
   int file_poll_ms = 10000;             // fallback poll besides inotify
   int utc_offset_s = 0;                 // local time - UTC for files stamped in local time

@@ -1,10 +1,10 @@
 // faultline-agent: wiring only. Parses the configuration, loads the rules, builds the io_context,
 // clock, sources, spool and shipper, and runs the loop until SIGTERM/SIGINT; SIGHUP reloads the
 // rules. Every piece of logic lives in the faultline_agent library.
-#include <glob.h>
 #include <systemd/sd-daemon.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdio>
@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   std::string error, note;
   SpoolOptions spool_opts;
   spool_opts.max_bytes = cfg.spool_max_bytes;
+  spool_opts.synchronous_full = cfg.spool_synchronous == "full";
   auto spool = Spool::open(cfg.spoolPath(), spool_opts, &error, &note);
   if (!note.empty()) log.error("faultline-agent: spool unreadable, started a new one: {}", note);
   if (!spool) {
@@ -139,21 +140,29 @@ int main(int argc, char** argv) {
     gmtime_r(&now, &tm);
     parse.default_year = tm.tm_year + 1900;
   }
-  auto addFile = [&](const std::string& path, common::LogFormat format) {
+  auto makeFile = [&io, &cfg, parse](const std::string& path, common::LogFormat format, bool from_start) {
     FileOptions o;
     o.path = path;
     o.format = format;
-    o.from_start = cfg.files_from_start;
+    o.from_start = from_start;
     o.parse = parse;
     o.fallback_poll_ms = cfg.file_poll_ms;
-    sources.push_back(std::make_unique<FileSource>(io, o));
+    return std::make_unique<FileSource>(io, o);
   };
-  if (!cfg.fabricmanager_log.empty()) addFile(cfg.fabricmanager_log, common::LogFormat::kFabricManager);
-  for (const auto& pattern : cfg.file_globs) {
-    glob_t g{};
-    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-      for (size_t i = 0; i < g.gl_pathc; ++i) addFile(g.gl_pathv[i], common::LogFormat::kUnknown);
-    globfree(&g);
+  if (!cfg.fabricmanager_log.empty())
+    sources.push_back(makeFile(cfg.fabricmanager_log, common::LogFormat::kFabricManager, cfg.files_from_start));
+  for (const auto& path : expandFileGlobs(cfg.file_globs))
+    sources.push_back(makeFile(path, common::LogFormat::kUnknown, cfg.files_from_start));
+  // Files that match later were created after the agent started watching: read them whole.
+  SourceDiscovery discovery;
+  if (!cfg.file_globs.empty()) {
+    discovery = [&cfg, makeFile](const std::vector<std::string>& known) {
+      std::vector<std::unique_ptr<Source>> fresh;
+      for (const auto& path : expandFileGlobs(cfg.file_globs))
+        if (std::find(known.begin(), known.end(), path) == known.end())
+          fresh.push_back(makeFile(path, common::LogFormat::kUnknown, true));
+      return fresh;
+    };
   }
 
   zmq::context_t zmq_ctx(1);
@@ -171,6 +180,8 @@ int main(int argc, char** argv) {
     so.critical_first = cfg.critical_first;
     so.rate_bytes_per_sec = cfg.rate_limit_bytes_per_sec;
     so.rate_burst_bytes = cfg.rate_burst_bytes;
+    so.zstd = cfg.compression == "zstd";
+    so.zstd_level = cfg.compression_level;
     shipper = std::make_unique<Shipper>(io, zmq_ctx, clock, *spool, so, &log);
     if (!shipper->start(&error)) {
       std::fprintf(stderr, "faultline-agent: %s\n", error.c_str());
@@ -187,12 +198,21 @@ int main(int argc, char** argv) {
   ao.aggregate_window_ns = int64_t{cfg.aggregate_window_s} * 1'000'000'000;
   ao.batch_interval_ms = cfg.batch_interval_ms;
   ao.heartbeat_interval_ms = cfg.heartbeat_interval_s * 1000;
+  ao.inventory_interval_ns = int64_t{cfg.inventory_interval_s} * 1'000'000'000;
+  ao.inventory_every_heartbeats = cfg.inventory_every_heartbeats;
+  ao.discovery_interval_ns = int64_t{cfg.file_glob_interval_s} * 1'000'000'000;
   uint64_t watchdog_usec = 0;
   if (sd_watchdog_enabled(0, &watchdog_usec) > 0) ao.watchdog_interval_ms = static_cast<int>(watchdog_usec / 2000);
   Notifier notify;
   if (getenv("NOTIFY_SOCKET")) notify = [](const std::string& s) { sd_notify(0, s.c_str()); };
 
-  Agent agent(io, clock, rules.rules, std::move(sources), *spool, shipper.get(), ao, log, notify);
+  InventoryOptions inv_opts;
+  inv_opts.nvidia_smi = cfg.nvidia_smi;
+  inv_opts.sysfs_root = cfg.sysfs_root;
+  InventoryCollector inventory(io, clock, inv_opts);
+
+  Agent agent(io, clock, rules.rules, std::move(sources), *spool, shipper.get(), ao, log, notify, &inventory);
+  if (discovery) agent.setSourceDiscovery(std::move(discovery));
 
   boost::asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const boost::system::error_code& e, int) {

@@ -11,7 +11,10 @@ using common::decodeHeartbeat;
 using common::encodeAck;
 using common::encodeHeartbeat;
 using common::HeartbeatData;
+using common::compressZstd;
 using common::kTypeAck;
+using common::kTypeBatchZstd;
+using common::kTypeHeartbeatZstd;
 using common::kTypeBatch;
 using common::kTypeHeartbeat;
 

@@ -121,6 +121,21 @@ bool Shipper::sendFrames(std::string_view type, const std::string& payload) {
   return true;
 }
 
+size_t Shipper::sendMessage(std::string_view type, std::string_view zstd_type, const std::string& packed) {
+  if (options_.zstd) {
+    std::string small = compressZstd(packed, options_.zstd_level);
+    if (!small.empty() && small.size() < packed.size()) {
+      if (!sendFrames(zstd_type, small)) return 0;
+      stats_.bytes_packed += packed.size();
+      ++stats_.compressed;
+      return small.size();
+    }
+  }
+  if (!sendFrames(type, packed)) return 0;
+  stats_.bytes_packed += packed.size();
+  return packed.size();
+}
+
 void Shipper::kick() {
   if (stopped_ || !socket_) return;
   while (in_flight_.size() < options_.max_in_flight) {
@@ -130,12 +145,15 @@ void Shipper::kick() {
     if (next.empty()) break;
     const auto& b = next.front();
     int64_t now = clock_.steadyNs();
+    // The cap is checked against the packed size (an upper bound of what zstd sends), charged
+    // with what actually went out.
     if (int64_t wait = bucket_.waitNs(b.payload.size(), now); wait > 0) {
       armThrottle(wait);
       break;
     }
-    if (!sendFrames(kTypeBatch, b.payload)) break;  // not connected: the tick retries
-    bucket_.take(b.payload.size(), now);  // only what actually went out counts
+    size_t sent = sendMessage(kTypeBatch, kTypeBatchZstd, b.payload);
+    if (sent == 0) break;  // not connected: the tick retries
+    bucket_.take(sent, now);  // only what actually went out counts
     in_flight_[b.sequence] = now;
     ++stats_.sent;
   }
@@ -156,11 +174,13 @@ void Shipper::tick() {
   kick();
 }
 
-void Shipper::sendHeartbeat(const std::string& payload) {
-  if (stopped_) return;
-  if (sendFrames(kTypeHeartbeat, payload)) ++stats_.heartbeats;
+bool Shipper::sendHeartbeat(const std::string& payload) {
+  if (stopped_) return false;
+  bool ok = sendMessage(kTypeHeartbeat, kTypeHeartbeatZstd, payload) > 0;
+  if (ok) ++stats_.heartbeats;
   else ++stats_.heartbeats_dropped;
   processIncoming();
+  return ok;
 }
 
 void Shipper::processIncoming() {

@@ -45,13 +45,19 @@ struct ShipperOptions {
   uint64_t rate_bytes_per_sec = 0;  // 0 = unlimited
   uint64_t rate_burst_bytes = 256 << 10;
   int tick_ms = 1000;               // resend/timeout check period (real timer)
+  // zstd on top of packing: batches and heartbeats go out as "batch+zstd" / "heartbeat+zstd"
+  // when that is smaller (tiny heartbeats often are not). The spool keeps the packed bytes.
+  bool zstd = false;
+  int zstd_level = 3;
 };
 
 struct ShipperStats {
   uint64_t sent = 0;        // batch sends, including resends
   uint64_t resent = 0;
   uint64_t acked = 0;
-  uint64_t bytes_sent = 0;  // payload bytes of batches and heartbeats
+  uint64_t bytes_sent = 0;  // payload bytes of batches and heartbeats, as sent
+  uint64_t bytes_packed = 0;  // the same payloads before zstd (== bytes_sent without it)
+  uint64_t compressed = 0;    // messages sent with the "+zstd" type
   uint64_t heartbeats = 0;
   uint64_t heartbeats_dropped = 0;
   uint64_t bad_messages = 0;
@@ -71,7 +77,8 @@ class Shipper {
   void kick();
   // Times out unacknowledged sends so they are resent; called by the tick timer and by tests.
   void tick();
-  void sendHeartbeat(const std::string& payload);
+  // Best effort: false (and counted in heartbeats_dropped) when it could not be queued.
+  bool sendHeartbeat(const std::string& payload);
   // Reads pending acks now (tests call this instead of waiting for the fd).
   void processIncoming();
 
@@ -83,6 +90,8 @@ class Shipper {
   void armTick();
   void armThrottle(int64_t wait_ns);
   bool sendFrames(std::string_view type, const std::string& payload);
+  // Sends `packed` as `type` or `type+zstd`; returns the bytes sent (0: not queued).
+  size_t sendMessage(std::string_view type, std::string_view zstd_type, const std::string& packed);
 
   boost::asio::io_context& io_;
   zmq::context_t& zmq_;

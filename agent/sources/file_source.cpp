@@ -1,11 +1,13 @@
 #include "agent/sources/file_source.h"
 
 #include <dirent.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
@@ -39,6 +41,23 @@ std::string findByInode(const std::string& dir, uint64_t dev, uint64_t ino) {
 }
 
 }  // namespace
+
+std::vector<std::string> expandFileGlobs(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const auto& pattern : patterns) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        struct stat st{};
+        if (::stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode)) out.emplace_back(g.gl_pathv[i]);
+      }
+    }
+    globfree(&g);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 FileSource::FileSource(boost::asio::io_context& io, FileOptions options)
     : io_(io), options_(std::move(options)), format_(options_.format), inotify_(io), timer_(io) {

@@ -16,6 +16,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "agent/sources/source.h"
 #include "common/parse/stream_parser.h"
@@ -30,6 +32,10 @@ struct FileOptions {
   size_t max_bytes_per_slice = 1 << 20;
   int fallback_poll_ms = 10'000;  // 0: inotify only
 };
+
+// Regular files matching any of the glob(3) patterns, sorted, without duplicates. Blocking
+// (directory reads); a pattern that matches nothing contributes nothing.
+std::vector<std::string> expandFileGlobs(const std::vector<std::string>& patterns);
 
 class FileSource final : public Source {
  public:

@@ -1,0 +1,241 @@
+// Node inventory: nvidia-smi's CSV (a fake nvidia-smi script printing real-format output), HCA
+// ports from a fake sysfs tree, the collector running the command off the event loop (failure,
+// hang), and the agent sending the inventory at start, on change and every Nth heartbeat.
+#include "agent/inventory.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "agent/agent.h"
+#include "tests/agent/test_util.h"
+
+using namespace faultline;
+using namespace faultline::agent;
+using namespace faultline::agent::testing;
+
+namespace {
+
+const char* kSmiOutput =
+    "0, 00000000:18:00.0, GPU-9f3a2c11-0e7b-4c3d-8a21-5b6f0d2e9c41, 1650922021234\n"
+    "1, 00000000:2A:00.0, GPU-00010ff4-4ae4-0588-e405-0ff44ae40588, 1650922021235\n"
+    "6, 00000000:BA:00.0, GPU-00060022-b315-5df5-155d-0022b3155df5, [N/A]\n";
+
+void writeFile(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// A stand-in for nvidia-smi: prints `out_file`'s content (so a test can change the node), or
+// fails/hangs as told.
+std::string fakeSmi(const TempDir& dir, const std::string& body) {
+  std::string path = dir.file("nvidia-smi");
+  writeFile(path, "#!/bin/sh\n" + body + "\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+// /sys/class/infiniband/<hca>/{device -> ../../../0000:0c:00.0, ports/<n>/{state,link_layer}}
+void fakeHca(const std::string& root, const std::string& name, const std::string& pci, int port,
+             const std::string& state, const std::string& layer = "InfiniBand") {
+  namespace fs = std::filesystem;
+  fs::path dev = fs::path(root) / "devices" / "pci0000:00" / pci / "infiniband" / name;
+  fs::create_directories(dev / "ports" / std::to_string(port));
+  fs::path cls = fs::path(root) / "class" / "infiniband";
+  fs::create_directories(cls);
+  std::error_code ec;
+  fs::create_directory_symlink(fs::relative(dev, cls), cls / name, ec);
+  fs::create_directory_symlink(fs::path("../../..") / pci, dev / "device", ec);  // relative, like sysfs
+  writeFile((dev / "ports" / std::to_string(port) / "state").string(), state + "\n");
+  writeFile((dev / "ports" / std::to_string(port) / "link_layer").string(), layer + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("inventory: nvidia-smi CSV lines become GPUs with normalised PCI ids", "[inventory]") {
+  std::string error;
+  auto gpus = parseNvidiaSmiGpus(kSmiOutput, &error);
+  CHECK(error.empty());
+  REQUIRE(gpus.size() == 3);
+  CHECK(gpus[0].index == 0);
+  CHECK(gpus[0].pci_bus_id == "0000:18:00.0");
+  CHECK(gpus[0].uuid == "GPU-9f3a2c11-0e7b-4c3d-8a21-5b6f0d2e9c41");
+  CHECK(gpus[0].serial == "1650922021234");
+  CHECK(gpus[2].index == 6);
+  CHECK(gpus[2].pci_bus_id == "0000:ba:00.0");  // the form an Xid's device takes
+  CHECK(gpus[2].serial.empty());                // [N/A]
+  // nvidia-smi reports its own failure on stdout.
+  gpus = parseNvidiaSmiGpus(
+      "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+      "NVIDIA driver is installed and running.\n\n",
+      &error);
+  CHECK(gpus.empty());
+  CHECK(error.find("couldn't communicate") != std::string::npos);
+}
+
+TEST_CASE("inventory: HCA ports from a sysfs tree", "[inventory]") {
+  TempDir dir;
+  fakeHca(dir.path(), "mlx5_1", "0000:1f:00.0", 1, "1: DOWN");
+  fakeHca(dir.path(), "mlx5_0", "0000:0c:00.0", 1, "4: ACTIVE");
+  fakeHca(dir.path(), "mlx5_0", "0000:0c:00.0", 2, "4: ACTIVE", "Ethernet");
+  std::string error;
+  auto ports = readHcaPorts(dir.path(), &error);
+  CHECK(error.empty());
+  REQUIRE(ports.size() == 3);
+  CHECK(ports[0] == common::HcaPortInfo{"mlx5_0", "0000:0c:00.0", 1, "ACTIVE", "InfiniBand"});
+  CHECK(ports[1] == common::HcaPortInfo{"mlx5_0", "0000:0c:00.0", 2, "ACTIVE", "Ethernet"});
+  CHECK(ports[2] == common::HcaPortInfo{"mlx5_1", "0000:1f:00.0", 1, "DOWN", "InfiniBand"});
+  // No infiniband class at all: a node without HCAs, not an error.
+  TempDir empty;
+  CHECK(readHcaPorts(empty.path(), &error).empty());
+  CHECK(error.empty());
+}
+
+TEST_CASE("inventory: the collector runs nvidia-smi off the loop; failures and hangs are reported", "[inventory]") {
+  TempDir dir;
+  writeFile(dir.file("gpus.csv"), kSmiOutput);
+  fakeHca(dir.file("sys"), "mlx5_0", "0000:0c:00.0", 1, "4: ACTIVE");
+  boost::asio::io_context io;
+  ManualClock clock;
+  InventoryOptions o;
+  o.sysfs_root = dir.file("sys");
+  o.timeout_ms = 500;
+  std::optional<common::NodeInventory> got;
+  auto run = [&](InventoryCollector& c) {
+    got.reset();
+    REQUIRE(c.collect([&](common::NodeInventory inv) { got = std::move(inv); }));
+    CHECK_FALSE(c.collect([](common::NodeInventory) {}));  // one at a time
+    REQUIRE(runUntil(io, [&] { return got.has_value(); }));
+    CHECK_FALSE(c.running());
+  };
+
+  SECTION("real-format output, arguments as documented") {
+    o.nvidia_smi = fakeSmi(dir, "[ \"$1 $2\" = \"--query-gpu=index,pci.bus_id,uuid,serial --format=csv,noheader\" ] || exit 3\n"
+                                "cat " + dir.file("gpus.csv"));
+    InventoryCollector c(io, clock, o);
+    run(c);
+    CHECK(got->gpu_error.empty());
+    REQUIRE(got->gpus.size() == 3);
+    CHECK(got->gpus[1].pci_bus_id == "0000:2a:00.0");
+    REQUIRE(got->hcas.size() == 1);
+    CHECK(got->hcas[0].pci_address == "0000:0c:00.0");
+    CHECK(got->collected_ns == clock.nowNs());
+  }
+  SECTION("driver not loaded: exit status and nvidia-smi's message") {
+    o.nvidia_smi = fakeSmi(dir, "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9");
+    InventoryCollector c(io, clock, o);
+    run(c);
+    CHECK(got->gpus.empty());
+    CHECK(got->gpu_error.find("exit status 9: NVIDIA-SMI has failed") != std::string::npos);
+    CHECK(got->hcas.size() == 1);  // the HCAs are still reported
+  }
+  SECTION("no nvidia-smi on this node") {
+    o.nvidia_smi = dir.file("no-such-nvidia-smi");
+    InventoryCollector c(io, clock, o);
+    run(c);
+    CHECK(got->gpus.empty());
+    CHECK(got->gpu_error.find("No such file") != std::string::npos);
+  }
+  SECTION("a hung nvidia-smi is killed at the timeout") {
+    o.nvidia_smi = fakeSmi(dir, "exec sleep 30");
+    InventoryCollector c(io, clock, o);
+    run(c);
+    CHECK(got->gpu_error.find("timed out") != std::string::npos);
+  }
+}
+
+TEST_CASE("inventory: sent at start, again only on change or every Nth heartbeat", "[inventory][agent]") {
+  TempDir dir;
+  writeFile(dir.file("gpus.csv"), kSmiOutput);
+  writeFile(dir.file("app.log"), "");
+  boost::asio::io_context io;
+  ManualClock clock;
+  Logger log(clock, 0);
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  REQUIRE(spool);
+  ShipperOptions so;
+  so.endpoints = {rx.endpoint()};
+  so.agent_id = "agent-1";
+  so.tick_ms = 0;
+  Shipper shipper(io, ctx, clock, *spool, so);
+  REQUIRE(shipper.start(&error));
+  // ZMQ_IMMEDIATE drops heartbeats until the connection is up: wait for it with a batch.
+  InventoryOptions io_opts;
+  io_opts.nvidia_smi = fakeSmi(dir, "cat " + dir.file("gpus.csv"));
+  io_opts.sysfs_root = dir.file("sys");
+  InventoryCollector collector(io, clock, io_opts);
+  AgentOptions ao;
+  ao.agent_id = "agent-1";
+  ao.hostname = "gpu-node-1";
+  ao.batch_interval_ms = 0;
+  ao.heartbeat_interval_ms = 0;
+  ao.inventory_every_heartbeats = 3;
+  std::vector<std::unique_ptr<Source>> none;
+  Agent agent(io, clock, shippedRules(), std::move(none), *spool, &shipper, ao, log, {}, &collector);
+  // Let the connection come up first (heartbeats are best effort and not queued before).
+  REQUIRE(runUntil(io, [&] {
+    shipper.sendHeartbeat(encodeHeartbeat(agent.heartbeat()));
+    rx.waitReadable(std::chrono::milliseconds(5));
+    rx.pump();
+    return !rx.heartbeats.empty();
+  }));
+  rx.heartbeats.clear();
+
+  agent.start();  // collects at once; the result goes out in a heartbeat without waiting
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    return !rx.heartbeats.empty();
+  }));
+  REQUIRE(rx.heartbeats[0].inventory);
+  CHECK(rx.heartbeats[0].inventory->gpus.size() == 3);
+  CHECK(rx.heartbeats[0].inventory_hash == common::inventoryHash(*rx.heartbeats[0].inventory));
+  CHECK(agent.stats().inventory_changes == 1);
+
+  auto beat = [&] {
+    size_t before = rx.heartbeats.size();
+    agent.sendHeartbeat();
+    REQUIRE(runUntil(io, [&] {
+      rx.pump();
+      return rx.heartbeats.size() == before + 1;
+    }));
+    return rx.heartbeats.back();
+  };
+  // Unchanged: the next two carry only the hash, the third the inventory again.
+  auto hb = beat();
+  CHECK_FALSE(hb.inventory);
+  CHECK(hb.inventory_hash == rx.heartbeats[0].inventory_hash);
+  CHECK_FALSE(beat().inventory);
+  CHECK(beat().inventory);
+  CHECK_FALSE(beat().inventory);
+
+  // Not due yet: no re-check.
+  clock.advance(ao.inventory_interval_ns / 2);
+  agent.periodic();
+  CHECK_FALSE(collector.running());
+  // A GPU was replaced: the re-check after the interval finds it and tells the aggregator at once.
+  writeFile(dir.file("gpus.csv"), std::string(kSmiOutput).replace(std::string(kSmiOutput).find("GPU-0006"), 8, "GPU-7777"));
+  clock.advance(ao.inventory_interval_ns / 2);
+  size_t before = rx.heartbeats.size();
+  agent.periodic();
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    return rx.heartbeats.size() == before + 1;
+  }));
+  REQUIRE(rx.heartbeats.back().inventory);
+  CHECK(rx.heartbeats.back().inventory->gpus[2].uuid.rfind("GPU-7777", 0) == 0);
+  CHECK(rx.heartbeats.back().inventory_hash != rx.heartbeats[0].inventory_hash);
+  CHECK(agent.stats().inventory_changes == 2);
+  // The same again ten minutes later: collected, not sent.
+  clock.advance(ao.inventory_interval_ns);
+  agent.periodic();
+  REQUIRE(runUntil(io, [&] { return agent.stats().inventories == 3; }));
+  CHECK(agent.stats().inventory_changes == 2);
+  CHECK(rx.heartbeats.size() == before + 1);
+  agent.stop();
+  shipper.stop();
+}
