@@ -215,3 +215,57 @@ TEST_CASE("shipper: CurveZMQ with a generated key pair", "[shipper]") {
     CHECK(spool2->stats().batches == 1);
   }
 }
+
+TEST_CASE("shipper: compression zstd sends batch+zstd, the receiver inflates it, acks as usual", "[shipper]") {
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  REQUIRE(spool);
+  // A batch with repetitive evidence, as an NCCL storm produces: compresses well.
+  common::SymptomBatchData b;
+  b.header.agent_id = "agent-1";
+  for (int i = 0; i < 50; ++i) {
+    common::Symptom s;
+    s.rule_id = "nccl.ib_completion_error";
+    s.node = "gpu-node-1";
+    s.device = "mlx5_" + std::to_string(i % 8) + ":1";
+    s.severity = common::Severity::kError;
+    s.count = 1000;
+    s.evidence = {"NCCL WARN NET/IB : Got completion from peer 10.1.2.3<45678> with status=12 opcode=1 len=0 vendor err 129"};
+    b.symptoms.push_back(s);
+  }
+  SpoolCommit c;
+  c.batches = {b};
+  REQUIRE(spool->commit(c, &error));
+  auto packed = spool->unacked(1, false).front().payload.size();
+  auto o = options(rx.endpoint());
+  o.zstd = true;
+  Shipper shipper(io, ctx, clock, *spool, o);
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return spool->stats().batches == 0;
+  }));
+  CHECK(rx.types["batch+zstd"] == 1);
+  CHECK(rx.types.count("batch") == 0);
+  REQUIRE(rx.batches.size() == 1);
+  CHECK(rx.batches[0].symptoms.size() == 50);
+  CHECK(rx.batches[0].symptoms[49].evidence == b.symptoms[49].evidence);
+  CHECK(shipper.stats().compressed == 1);
+  CHECK(shipper.stats().bytes_packed == packed);
+  CHECK(shipper.stats().bytes_sent < packed / 2);
+  // A heartbeat too small to gain from zstd goes out plain.
+  HeartbeatData hb;
+  hb.agent_id = "agent-1";
+  REQUIRE(runUntil(io, [&] {
+    shipper.sendHeartbeat(encodeHeartbeat(hb));
+    rx.pump();
+    return !rx.heartbeats.empty();
+  }));
+  CHECK(rx.types.count("heartbeat") == 1);
+  shipper.stop();
+}

@@ -90,16 +90,21 @@ class Receiver {
         frames.push_back(std::move(part));
       }
       if (frames.size() != 3) continue;
-      std::string type = frames[1].to_string();
-      if (type == kTypeHeartbeat) {
-        std::string reason;
-        if (auto hb = decodeHeartbeat(frames[2].to_string_view(), &reason)) heartbeats.push_back(*hb);
+      wire_bytes += frames[1].size() + frames[2].size();
+      ++types[frames[1].to_string()];
+      common::UnwrappedPayload u;
+      std::string reason;
+      if (!common::unwrapPayload(frames[1].to_string_view(), frames[2].to_string_view(), &u, &reason)) {
+        ++bad;
         continue;
       }
-      if (type != kTypeBatch) continue;
+      if (u.type == kTypeHeartbeat) {
+        if (auto hb = decodeHeartbeat(u.payload, &reason)) heartbeats.push_back(*hb);
+        continue;
+      }
+      if (u.type != kTypeBatch) continue;
       ++received;
-      std::string reason;
-      auto b = common::decodeBatch(frames[2].data(), frames[2].size(), &reason);
+      auto b = common::decodeBatch(u.payload.data(), u.payload.size(), &reason);
       if (!b) {
         ++bad;
         continue;
@@ -134,6 +139,8 @@ class Receiver {
 
   bool ack = true;
   uint64_t received = 0, duplicates = 0, bad = 0;
+  uint64_t wire_bytes = 0;                  // type + payload frames as received
+  std::map<std::string, uint64_t> types;    // messages per frame type
   std::vector<uint64_t> order;
   std::set<std::pair<std::string, uint64_t>> seen;
   std::vector<common::SymptomBatchData> batches;
