@@ -1,0 +1,360 @@
+// End to end through the real binaries: faultline-aggregator with CurveZMQ ingest and one real
+// faultline-agent per node (keys from `faultline keygen`, allow-list of HOST.pub files), each
+// following its own copy of a sample node's journal log as it grows. The jobs are reported with
+// `faultline job end`; the verdicts the aggregator stores must equal `faultline attribute` on the
+// same samples, and every symptom must be stored exactly once — also when the aggregator is
+// SIGKILLed mid-stream and restarted on the same endpoint.
+//
+// Samples used: those whose node logs are all journal text/JSON/export in UTC, reduced to their
+// job.json and node logs (rank output and slurmctld logs reach the aggregator from no agent);
+// the offline verdict is `attribute` on that same reduced bundle. Waits poll
+// the store against deadlines (25 ms between polls; there is no event to wait on in another
+// process' database).
+#ifdef FAULTLINE_AGENT_BIN  // only when the agent is built
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "aggregator/jobs/sacct_poller.h"
+#include "aggregator/offline/attribute.h"
+#include "aggregator/offline/bundle.h"
+#include "aggregator/store/store.h"
+#include "common/rule_set.h"
+#include "tests/aggregator/core/test_util.h"
+
+extern char** environ;
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+void stopChild(pid_t& pid, int sig) {
+  if (pid <= 0) return;
+  ::kill(pid, sig);
+  ::waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
+bool pollUntil(const std::function<bool()>& pred, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    ::poll(nullptr, 0, 25);
+  }
+  return pred();
+}
+
+struct SampleNode {
+  std::string sample, host, source, copy;  // source: the sample's log; copy: what the agent follows
+  std::vector<std::string> lines;
+};
+
+struct Sample {
+  std::string name, dir;
+  offline::Bundle bundle;
+  std::optional<common::Diagnosis> offline;
+  nlohmann::json job;
+};
+
+using Counts = std::map<std::pair<std::string, std::string>, uint64_t>;  // (node, rule) -> occurrences
+
+class Harness {
+ public:
+  Harness() {
+    auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+    REQUIRE(loaded.rules);
+    rules_ = loaded.rules;
+    engine_ = std::make_unique<common::RuleEngine>(rules_);
+    std::ofstream(dir_.file("token")) << "t0ken\n";
+    keygen(dir_.file("server"), "server");
+    fs::create_directories(dir_.file("agents.d"));
+    for (const auto& e : fs::directory_iterator(FAULTLINE_SOURCE_DIR "/samples")) {
+      if (!fs::exists(e.path() / "job.json") || !fs::is_directory(e.path() / "nodes")) continue;
+      bool journal_only = true;
+      for (const auto& n : fs::directory_iterator(e.path() / "nodes"))
+        for (const auto& f : fs::directory_iterator(n.path()))
+          if (f.path().filename() != "node.json" && f.path().filename().string().rfind("journal", 0) != 0)
+            journal_only = false;
+      if (!journal_only) continue;
+      Sample s;
+      s.name = e.path().filename().string();
+      // What agents can see of the sample: its job and its node logs (rank output and slurmctld
+      // logs stay behind). `faultline attribute` judges this same bundle offline.
+      s.dir = dir_.file("bundles/" + s.name);
+      fs::create_directories(s.dir);
+      fs::copy_file(e.path() / "job.json", s.dir + "/job.json");
+      // node.json stays behind too: its GPU inventory reaches the aggregator from an agent's
+      // nvidia-smi on a real node, which this machine has not got.
+      for (const auto& n : fs::directory_iterator(e.path() / "nodes")) {
+        fs::create_directories(s.dir + "/nodes/" + n.path().filename().string());
+        for (const auto& f : fs::directory_iterator(n.path()))
+          if (f.path().filename() != "node.json")
+            fs::copy_file(f.path(), s.dir + "/nodes/" + n.path().filename().string() + "/" + f.path().filename().string());
+      }
+      std::string error;
+      auto b = offline::loadBundle(s.dir, *engine_, &error);
+      REQUIRE(b);
+      if (std::any_of(b->symptoms.begin(), b->symptoms.end(), [](const auto& x) { return x.node.empty(); }))
+        continue;
+      s.bundle = std::move(*b);
+      s.offline = offline::attributeBundle(s.dir, *engine_, &error);
+      REQUIRE(s.offline);
+      s.job = nlohmann::json::parse(slurp(s.dir + "/job.json"));
+      samples_.push_back(std::move(s));
+    }
+    std::sort(samples_.begin(), samples_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::set<std::string> hosts;
+    for (const auto& s : samples_)
+      for (const auto& n : fs::directory_iterator(s.dir + "/nodes")) {  // the reduced bundle
+        SampleNode node;
+        node.sample = s.name;
+        node.host = n.path().filename().string();
+        REQUIRE(hosts.insert(node.host).second);  // one agent per hostname
+        for (const auto& f : fs::directory_iterator(n.path()))
+          if (f.path().filename() != "node.json") node.source = f.path().string();
+        std::string text = slurp(node.source);
+        for (size_t pos = 0; pos < text.size();) {
+          size_t nl = text.find('\n', pos);
+          if (nl == std::string::npos) nl = text.size() - 1;
+          node.lines.push_back(text.substr(pos, nl + 1 - pos));
+          pos = nl + 1;
+        }
+        std::string home = dir_.file("node-" + node.host);
+        fs::create_directories(home);
+        node.copy = home + "/" + n.path().filename().string() + ".log";
+        keygen(home, "agent");
+        fs::copy_file(home + "/agent.pub", dir_.file("agents.d/" + node.host + ".pub"));
+        nodes_.push_back(std::move(node));
+      }
+    for (const auto& s : samples_)
+      for (const auto& sym : s.bundle.symptoms) expected_[{sym.node, sym.rule_id}] += sym.count;
+  }
+
+  ~Harness() {
+    for (auto& p : agents_) stopChild(p, SIGKILL);
+    stopChild(aggregator_, SIGKILL);
+  }
+
+  size_t agentCount() const { return nodes_.size(); }
+  size_t sampleCount() const { return samples_.size(); }
+  const Counts& expected() const { return expected_; }
+
+  void startAggregator(const std::string& endpoint) {
+    fs::remove(dir_.file("port"));
+    fs::remove(dir_.file("ingest"));
+    aggregator_ = spawn({FAULTLINE_AGGREGATOR_BIN, "--db", dir_.file("agg.db"), "--port", "0", "--port-file",
+                         dir_.file("port"), "--token-file", dir_.file("token"), "--rules",
+                         FAULTLINE_SOURCE_DIR "/rules", "--tick", "0.05", "--ingest-endpoint", endpoint,
+                         "--ingest-endpoint-file", dir_.file("ingest"), "--curve-secret-key",
+                         dir_.file("server/server.key"), "--allow-dir", dir_.file("agents.d")},
+                        dir_.file("aggregator.log"));
+    REQUIRE(aggregator_ > 0);
+    REQUIRE(pollUntil([&] { return !trimmed(slurp(dir_.file("ingest"))).empty() &&
+                                   !trimmed(slurp(dir_.file("port"))).empty(); },
+                      std::chrono::seconds(20)));
+    endpoint_ = trimmed(slurp(dir_.file("ingest")));
+    url_ = "http://127.0.0.1:" + trimmed(slurp(dir_.file("port")));
+  }
+  void killAggregator() { stopChild(aggregator_, SIGKILL); }
+  std::string endpoint() const { return endpoint_; }
+
+  // Writes lines [from, to) of every node's log (to is a fraction of its lines).
+  void feed(double from, double to) {
+    for (const auto& n : nodes_) {
+      std::ofstream out(n.copy, std::ios::app | std::ios::binary);
+      size_t a = static_cast<size_t>(n.lines.size() * from), b = static_cast<size_t>(n.lines.size() * to);
+      for (size_t i = a; i < b; ++i) out << n.lines[i];
+    }
+  }
+
+  void startAgents() {
+    std::string server_pub = trimmed(slurp(dir_.file("server/server.pub")));
+    for (const auto& n : nodes_) {
+      std::string home = dir_.file("node-" + n.host);
+      std::ofstream(n.copy, std::ios::app).flush();
+      pid_t pid = spawn({FAULTLINE_AGENT_BIN, "--journald", "false", "--kmsg", "false", "--fabricmanager-log", "",
+                         "--file-globs", n.copy, "--files-from-start", "true", "--file-poll-ms", "50",
+                         "--endpoints", endpoint_, "--spool-path", home + "/spool.db", "--state-dir", home,
+                         "--batch-interval-ms", "50", "--aggregate-window-s", "0", "--ack-timeout-ms", "500",
+                         "--rules-dirs", FAULTLINE_SOURCE_DIR "/rules", "--rules-override-dir", "",
+                         "--log-rate-per-minute", "0", "--hostname", n.host, "--agent-id", n.host,
+                         "--heartbeat-interval-s", "1", "--curve-secret-key-file", home + "/agent.key",
+                         "--curve-server-public-key", server_pub, "--utc-offset-s", "0"},
+                        home + "/agent.log");
+      REQUIRE(pid > 0);
+      agents_.push_back(pid);
+    }
+  }
+  void stopAgents() {
+    for (auto& p : agents_) stopChild(p, SIGTERM);
+    agents_.clear();
+  }
+
+  Counts stored() {
+    SystemClock clock;
+    std::string error;
+    StoreOptions o;
+    o.read_only = true;
+    auto store = Store::open(dir_.file("agg.db"), clock, o, &error);
+    Counts c;
+    if (!store) return c;
+    SymptomFilter f;
+    f.limit = 1'000'000;
+    for (const auto& s : store->symptoms(f)) c[{s.symptom.node, s.symptom.rule_id}] += s.symptom.count;
+    return c;
+  }
+  bool waitStored(std::chrono::seconds timeout) {
+    return pollUntil([&] { return stored() == expected_; }, timeout);
+  }
+  // (node, rule): stored vs expected, where they differ.
+  std::string difference() {
+    auto got = stored();
+    std::string out;
+    std::set<std::pair<std::string, std::string>> keys;
+    for (const auto& [k, v] : got) keys.insert(k);
+    for (const auto& [k, v] : expected_) keys.insert(k);
+    for (const auto& k : keys) {
+      uint64_t g = got.count(k) ? got.at(k) : 0, e = expected_.count(k) ? expected_.at(k) : 0;
+      if (g != e) out += k.first + " " + k.second + ": stored " + std::to_string(g) + " expected " + std::to_string(e) + "\n";
+    }
+    return out + slurp(dir_.file("aggregator.log")).substr(0, 4000);
+  }
+  // Symptoms arrived so far (for a kill in mid-stream).
+  uint64_t storedOccurrences() {
+    uint64_t n = 0;
+    for (const auto& [k, v] : stored()) n += v;
+    return n;
+  }
+
+  // Reports every sample's job end with the CLI and compares the stored verdict with the offline one.
+  void reportJobsAndCompare() {
+    size_t compared = 0;
+    for (const auto& s : samples_) {
+      const auto& j = s.job;
+      std::string cmd = std::string(FAULTLINE_CLI_BIN) + " --server " + url_ + " --token-file " + dir_.file("token") +
+                        " job end " + j["job_id"].get<std::string>() + " --nodes '" +
+                        j["nodelist"].get<std::string>() + "' --state " + j["state"].get<std::string>() +
+                        " --exit-code " + j.value("exit_code", "0:0") + " --start-time " +
+                        j["start_time"].get<std::string>() + " --time " + j["end_time"].get<std::string>() +
+                        " >/dev/null 2>&1";
+      auto out = runCommand(cmd, 1 << 20);
+      INFO(cmd);
+      REQUIRE(out.status == 0);
+    }
+    SystemClock clock;
+    std::string error;
+    StoreOptions o;
+    o.read_only = true;
+    auto store = Store::open(dir_.file("agg.db"), clock, o, &error);
+    REQUIRE(store);
+    for (const auto& s : samples_) {
+      INFO(s.name);
+      auto row = store->job(s.job["job_id"].get<std::string>());
+      REQUIRE(row);
+      if (!row->failed()) continue;
+      auto v = store->latestVerdict(row->info.job_id);
+      REQUIRE(v);
+      auto got = common::toJson(v->diagnosis), want = common::toJson(*s.offline);
+      got.erase("coverage");
+      want.erase("coverage");
+      CHECK(got.dump(1) == want.dump(1));
+      ++compared;
+    }
+    CHECK(compared >= 2);
+  }
+
+ private:
+  static void keygen(const std::string& dir, const std::string& name) {
+    auto out = runCommand(std::string(FAULTLINE_CLI_BIN) + " keygen " + dir + " --name " + name, 4096);
+    REQUIRE(out.status == 0);
+  }
+
+  TempDir dir_;
+  std::shared_ptr<const common::RuleSet> rules_;
+  std::unique_ptr<common::RuleEngine> engine_;
+  std::vector<Sample> samples_;
+  std::vector<SampleNode> nodes_;
+  Counts expected_;
+  std::vector<pid_t> agents_;
+  pid_t aggregator_ = -1;
+  std::string endpoint_, url_;
+};
+
+}  // namespace
+
+TEST_CASE("agents e2e: 8+ real agents over CurveZMQ; stored verdicts equal offline attribution", "[e2e]") {
+  Harness h;
+  REQUIRE(h.agentCount() >= 8);
+  INFO(h.sampleCount() << " samples, " << h.agentCount() << " agents");
+  h.startAggregator("tcp://127.0.0.1:*");
+  h.feed(0, 0.5);  // some history before the agents start, the rest while they follow
+  h.startAgents();
+  h.feed(0.5, 1.0);
+  bool complete = h.waitStored(std::chrono::seconds(60));
+  INFO(h.difference());
+  REQUIRE(complete);
+  h.reportJobsAndCompare();
+  h.stopAgents();
+}
+
+TEST_CASE("agents e2e: aggregator SIGKILLed mid-stream and restarted; every symptom once, same verdicts",
+          "[e2e]") {
+  Harness h;
+  REQUIRE(h.agentCount() >= 8);
+  h.startAggregator("tcp://127.0.0.1:*");
+  const std::string endpoint = h.endpoint();  // the restart binds the same port: agents reconnect
+  h.feed(0, 0.3);
+  h.startAgents();
+  // Most evidence sits near the end of the logs: write most of it, kill at the first stored symptom.
+  h.feed(0.3, 0.9);
+  REQUIRE(pollUntil([&] { return h.storedOccurrences() > 0; }, std::chrono::seconds(30)));
+  h.killAggregator();
+  const uint64_t before_kill = h.storedOccurrences();
+  h.feed(0.9, 1.0);  // written while the aggregator is down: spooled by the agents
+  uint64_t total = 0;
+  for (const auto& [k, v] : h.expected()) total += v;
+  INFO("stored before the kill: " << before_kill << " of " << total << " occurrences");
+  h.startAggregator(endpoint);
+  bool complete = h.waitStored(std::chrono::seconds(60));
+  INFO(h.difference());
+  REQUIRE(complete);
+  h.reportJobsAndCompare();
+  h.stopAgents();
+}
+
+#endif  // FAULTLINE_AGENT_BIN
