@@ -136,7 +136,22 @@ TEST_CASE("http: job events, verdicts and every read endpoint over a real socket
   s.get("/symptoms?since=yesterday", 400);
   s.get("/nope", 404);
   CHECK(s.call("DELETE", "/jobs/77").status == 405);
-  CHECK(s.call("POST", "/jobs/77/start", std::string(2 << 20, 'x'), "s3cret").status == 413);
+  {
+    // An oversized body is refused with 413 and the connection closed; the client may see the
+    // close while it is still sending (EPIPE/reset) before it can read the 413. Either way the
+    // server goes on serving.
+    std::string error;
+    auto big = httpCall(s.url, "POST", "/jobs/77/start", std::string(2 << 20, 'x'), "s3cret",
+                        std::chrono::seconds(10), &error);
+    if (big) {
+      CHECK(big->status == 413);
+    } else {
+      INFO(error);
+      CHECK((error.find("roken pipe") != std::string::npos || error.find("reset") != std::string::npos ||
+             error.find("end of stream") != std::string::npos));
+    }
+    s.get("/healthz");
+  }
 
   auto metrics = s.call("GET", "/metrics");
   CHECK(metrics.status == 200);
