@@ -13,6 +13,7 @@ PACKAGES=(
   libfmt-dev catch2 libre2-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libzstd-dev zstd
   ripgrep
+  clang libclang-rt-14-dev
   ansible-core ansible-lint
 )
 

@@ -287,3 +287,21 @@ TEST_CASE("allow-list: HOST.pub files; bad and duplicated keys are reported and 
   loadAllowList(dir.file("missing"), &errors);
   CHECK(errors.size() == 1);
 }
+
+TEST_CASE("ingest: a NUL inside a text field is refused (it would not survive re-encoding)", "[zmq]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  std::string error;
+  auto store = Store::open(dir.file("n.db"), clock, {}, &error);
+  REQUIRE(store);
+  Metrics metrics;
+  Ingestor ingest(*store, metrics, clock);
+  // encodeBatch cuts text at a NUL, so the case comes from the fuzz finding (a seed).
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/nul-in-rule-id", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE_FALSE(bytes.empty());
+  auto bad = ingest.ingestBytes(bytes, "agent-gpu-01");
+  CHECK(bad.status == IngestResult::Status::kRejected);
+  CHECK(bad.reason == "decode: NUL in text");
+  CHECK(metrics.counter("faultline_rejects_total", "decode: NUL in text") == 1);
+}
