@@ -4,6 +4,34 @@
 
 namespace faultline::agent {
 
+std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) {
+  auto lean = std::make_shared<common::RuleSet>();
+  lean->version = full.version;
+  lean->rules.reserve(full.rules.size());
+  for (const auto& r : full.rules) {
+    common::Rule c;
+    c.id = r.id;
+    c.deprecated = r.deprecated;
+    c.line = r.line;
+    c.symptom = r.symptom;
+    c.sub_domain = r.sub_domain;
+    c.category = r.category;
+    c.role = r.role;
+    c.severity = r.severity;
+    c.priority = r.priority;
+    c.fallback_root = r.fallback_root;
+    c.prefilters = r.prefilters;
+    c.sources = r.sources;
+    c.device_template = r.device_template;
+    c.node_template = r.node_template;
+    c.summary_template = r.summary_template;
+    c.fields = r.fields;
+    c.regex = r.regex;  // shared, compiled once
+    lean->rules.push_back(std::move(c));
+  }
+  return lean;
+}
+
 Agent::Agent(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
              std::vector<std::unique_ptr<Source>> sources, Spool& spool, Shipper* shipper, AgentOptions options,
              Logger& log, Notifier notify, InventoryCollector* inventory)

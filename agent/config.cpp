@@ -96,6 +96,8 @@ const std::vector<Key>& keys() {
       list("file_globs", &AgentConfig::file_globs, "application log globs"),
       scalar("file_glob_interval_s", &AgentConfig::file_glob_interval_s, "re-expand file_globs this often"),
       scalar("files_from_start", &AgentConfig::files_from_start, "without a checkpoint, read whole files"),
+      scalar("file_read_delay_ms", &AgentConfig::file_read_delay_ms,
+             "wait this long after a file change before reading (coalesces small appends)"),
       scalar("file_poll_ms", &AgentConfig::file_poll_ms, "fallback file poll period besides inotify"),
       scalar("utc_offset_s", &AgentConfig::utc_offset_s, "local time - UTC of local-time logs (default: system zone)"),
       scalar("log_rate_per_minute", &AgentConfig::log_rate_per_minute, "own log lines per minute"),
@@ -174,6 +176,7 @@ void validate(const AgentConfig& c, std::vector<std::string>* errors) {
     err("spool_synchronous must be 'normal' or 'full', not '" + c.spool_synchronous + "'");
   if (c.inventory_interval_s < 10) err("inventory_interval_s must be >= 10");
   if (c.inventory_every_heartbeats < 0) err("inventory_every_heartbeats must be >= 0");
+  if (c.file_read_delay_ms < 0 || c.file_read_delay_ms > 10000) err("file_read_delay_ms must be 0..10000");
   if (c.file_glob_interval_s < 1) err("file_glob_interval_s must be >= 1");
   if (!c.journald && !c.kmsg && c.fabricmanager_log.empty() && c.file_globs.empty())
     err("no source enabled");

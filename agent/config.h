@@ -59,6 +59,7 @@ struct AgentConfig {
   int file_glob_interval_s = 30;        // re-expand file_globs this often (new files are followed)
   bool files_from_start = false;        // first start without a checkpoint: whole file (else new)
   int file_poll_ms = 10000;             // fallback poll besides inotify
+  int file_read_delay_ms = 100;         // coalesce appends: read at most this often after inotify
   int utc_offset_s = 0;                 // local time - UTC for files stamped in local time
   bool utc_offset_set = false;          // false: taken from the system time zone
 

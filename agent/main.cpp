@@ -1,12 +1,14 @@
 // faultline-agent: wiring only. Parses the configuration, loads the rules, builds the io_context,
 // clock, sources, spool and shipper, and runs the loop until SIGTERM/SIGINT; SIGHUP reloads the
 // rules. Every piece of logic lives in the faultline_agent library.
+#include <malloc.h>
 #include <systemd/sd-daemon.h>
 #include <zmq.h>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
     o.from_start = from_start;
     o.parse = parse;
     o.fallback_poll_ms = cfg.file_poll_ms;
+    o.read_delay_ms = cfg.file_read_delay_ms;
     return std::make_unique<FileSource>(io, o);
   };
   if (!cfg.fabricmanager_log.empty())
@@ -211,13 +214,29 @@ int main(int argc, char** argv) {
   inv_opts.sysfs_root = cfg.sysfs_root;
   InventoryCollector inventory(io, clock, inv_opts);
 
-  Agent agent(io, clock, rules.rules, std::move(sources), *spool, shipper.get(), ao, log, notify, &inventory);
+  // Only the lean copy stays: the full set (documentation, examples) is freed before the loop.
+  auto lean_rules = leanRuleSet(*rules.rules);
+  rules = {};
+  Agent agent(io, clock, lean_rules, std::move(sources), *spool, shipper.get(), ao, log, notify, &inventory);
   if (discovery) agent.setSourceDiscovery(std::move(discovery));
+
+  // Bursts leave freed memory behind (parser buffers, batches, RE2 DFA states): return it.
+  boost::asio::steady_timer trim_timer(io);
+  std::function<void()> armTrim = [&] {
+    trim_timer.expires_after(std::chrono::seconds(60));
+    trim_timer.async_wait([&](const boost::system::error_code& e) {
+      if (e) return;
+      malloc_trim(0);
+      armTrim();
+    });
+  };
+  armTrim();
 
   boost::asio::signal_set stop_signals(io, SIGTERM, SIGINT);
   stop_signals.async_wait([&](const boost::system::error_code& e, int) {
     if (e) return;
     agent.stop();
+    trim_timer.cancel();
     if (shipper) shipper->stop();
     io.stop();
   });
@@ -230,14 +249,18 @@ int main(int argc, char** argv) {
         for (const auto& err : fresh.errors) log.error("faultline-agent: rule reload: {}", err);
         log.error("faultline-agent: rule reload failed, keeping the old rules");
       } else {
-        agent.reloadRules(fresh.rules);
+        agent.reloadRules(leanRuleSet(*fresh.rules));
       }
+      malloc_trim(0);
       armHup();
     });
   };
   armHup();
 
   agent.start();
+  // Loading the rules (YAML trees, RE2 compilation) peaks at about twice what stays live, and
+  // the freed blocks sit between long-lived ones: hand those pages back to the kernel.
+  malloc_trim(0);
   io.run();
   return 0;
 }

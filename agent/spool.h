@@ -28,7 +28,13 @@ namespace faultline::agent {
 
 struct SpoolOptions {
   uint64_t max_bytes = 64ull << 20;
-  bool synchronous_full = true;  // fsync the WAL on each commit (power loss, not just kill -9)
+  // true: synchronous=FULL, the WAL is fsynced on each commit (survives power loss).
+  // false: synchronous=NORMAL, fsync only at WAL checkpoints. In WAL mode that is still atomic
+  // and durable against the process dying (kill -9, OOM kill, crash): a committed transaction is
+  // in the OS page cache. A power cut or kernel panic may lose the last commits — batches AND
+  // the checkpoints that went with them, together, so those log lines are read again, never
+  // half-recorded. The agent defaults to false (spool_synchronous: normal).
+  bool synchronous_full = true;
 };
 
 struct SpooledBatch {

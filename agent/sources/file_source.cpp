@@ -60,7 +60,8 @@ std::vector<std::string> expandFileGlobs(const std::vector<std::string>& pattern
 }
 
 FileSource::FileSource(boost::asio::io_context& io, FileOptions options)
-    : io_(io), options_(std::move(options)), format_(options_.format), inotify_(io), timer_(io) {
+    : io_(io), options_(std::move(options)), format_(options_.format), inotify_(io), timer_(io),
+      delay_timer_(io) {
   health_.name = options_.path;
 }
 
@@ -144,6 +145,7 @@ void FileSource::stop() {
   stopped_ = true;
   boost::system::error_code ec;
   timer_.cancel();
+  delay_timer_.cancel();
   if (inotify_.is_open()) inotify_.close(ec);
 }
 
@@ -164,13 +166,27 @@ void FileSource::armInotify() {
   inotify_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                       [this](const boost::system::error_code& ec) {
                         if (ec || stopped_) return;
-                        // Any event in the directory means "look again"; which file is decided by
-                        // stat, not by the event.
-                        while (::read(inotify_.native_handle(), inotify_buf_, sizeof inotify_buf_) > 0) {
+                        if (options_.read_delay_ms <= 0) {
+                          onInotify();
+                          return;
                         }
-                        onWake();
-                        armInotify();
+                        // Not re-armed until the delay is over: the writes meanwhile cost no
+                        // wakeup (the kernel queues and merges their events).
+                        delay_timer_.expires_after(std::chrono::milliseconds(options_.read_delay_ms));
+                        delay_timer_.async_wait([this](const boost::system::error_code& e) {
+                          if (e || stopped_) return;
+                          onInotify();
+                        });
                       });
+}
+
+void FileSource::onInotify() {
+  // Any event in the directory means "look again"; which file is decided by stat, not by the
+  // event.
+  while (::read(inotify_.native_handle(), inotify_buf_, sizeof inotify_buf_) > 0) {
+  }
+  onWake();
+  armInotify();
 }
 
 void FileSource::armTimer() {

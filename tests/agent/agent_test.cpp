@@ -220,3 +220,35 @@ TEST_CASE("config: YAML, flags override it, problems listed with file:line", "[c
   validate(c, &errors);
   CHECK(errors.size() == 3);  // batch_interval_ms too small
 }
+
+TEST_CASE("agent: the lean rule set extracts the same symptoms as the full one", "[agent]") {
+  auto full = shippedRules();
+  auto lean = leanRuleSet(*full);
+  CHECK(lean->version == full->version);
+  REQUIRE(lean->rules.size() == full->rules.size());
+  common::RuleEngine a(full), b(lean);
+  size_t checked = 0;
+  for (const auto& r : full->rules) {
+    CHECK(lean->rules[&r - &full->rules[0]].meaning.empty());
+    for (const auto& line : r.match_examples) {
+      common::LogRecord rec;
+      rec.text = line;
+      rec.time_ns = 1'717'243'200'000'000'000;
+      rec.time_known = true;
+      common::MatchContext ctx;
+      ctx.node = "gpu-node-1";
+      ctx.source = "test";
+      ctx.kind = r.sources.empty() ? common::SourceKind::kKernel : r.sources.front();
+      auto x = a.extract(rec, ctx);
+      auto y = b.extract(rec, ctx);
+      REQUIRE(x.has_value() == y.has_value());
+      if (!x) continue;
+      CHECK(x->rule_id == y->rule_id);
+      CHECK(x->device == y->device);
+      CHECK(x->summary == y->summary);
+      CHECK(x->fields == y->fields);
+      ++checked;
+    }
+  }
+  CHECK(checked > 100);
+}
