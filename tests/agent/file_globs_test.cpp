@@ -108,3 +108,29 @@ TEST_CASE("file_globs: a file that appears later is followed from its first line
   CHECK(spool->checkpoints().count(logs + "/job-2.log") == 1);
   agent.stop();
 }
+
+TEST_CASE("file source: with a read delay, many appends are read in one wakeup, none lost", "[file_globs]") {
+  TempDir dir;
+  std::string path = dir.file("app.log");
+  appendLine(path, "start");
+  boost::asio::io_context io;
+  FileOptions o;
+  o.path = path;
+  o.fallback_poll_ms = 0;
+  o.read_delay_ms = 50;
+  FileSource src(io, o);
+  uint64_t records = 0;
+  src.start("", [&](common::LogRecord&&, common::SourceKind) { ++records; });
+  REQUIRE(runUntil(io, [&] { return src.checkpoint().size() > 0; }));
+  for (int i = 0; i < 200; ++i) appendLine(path, kNcclWarn);
+  REQUIRE(runUntil(io, [&] {
+    src.flush();
+    return records == 200;
+  }));
+  appendLine(path, kNcclWarn);
+  REQUIRE(runUntil(io, [&] {
+    src.flush();
+    return records == 201;
+  }));
+  src.stop();
+}
