@@ -208,10 +208,16 @@ void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
   std::string who = host.empty() ? printable(routing_id) : host;
   if (host.empty()) return reject("unauthenticated", who);
   if (frames.size() != 3) return reject("frame count", who, std::to_string(frames.size() - 1) + " frames");
-  auto type = frames[1].to_string_view();
-  auto payload = frames[2].to_string_view();
-  if (payload.size() > options_.max_message_bytes)
-    return reject("oversized", who, std::to_string(payload.size()) + " bytes");
+  if (frames[2].size() > options_.max_message_bytes)
+    return reject("oversized", who, std::to_string(frames[2].size()) + " bytes");
+  // "batch+zstd" / "heartbeat+zstd": inflated within the same size limit.
+  common::UnwrappedPayload plain;
+  std::string why;
+  if (!common::unwrapPayload(frames[1].to_string_view(), frames[2].to_string_view(), &plain, &why,
+                             options_.max_message_bytes))
+    return reject("zstd: " + why, who);
+  auto type = plain.type;
+  auto payload = plain.payload;
 
   if (type == common::kTypeBatch) {
     uint64_t sequence = 0;

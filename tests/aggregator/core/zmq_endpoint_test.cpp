@@ -131,6 +131,13 @@ TEST_CASE("zmq endpoint: an allowed key is accepted, its batch stored and acked,
   CHECK(ack->agent_id == "agent-gpu-01");
   CHECK(ack->sequence == 7);
   CHECK(f.store->counts().symptoms == 2);
+  c->send({"batch+zstd", common::compressZstd(batchBytes("gpu-01", 8, 3))});  // compressed form
+  ack = c->waitAck();
+  REQUIRE(ack);
+  CHECK(ack->sequence == 8);
+  CHECK(f.store->counts().symptoms == 5);
+  c->send({"batch+zstd", "not zstd at all"});
+  REQUIRE(waitFor([&] { return f.rejects("zstd: not zstd") == 1; }));
 
   common::HeartbeatData hb;
   hb.agent_id = "agent-gpu-01";
