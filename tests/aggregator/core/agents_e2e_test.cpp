@@ -317,7 +317,7 @@ class Harness {
 
 }  // namespace
 
-TEST_CASE("agents e2e: 8+ real agents over CurveZMQ; stored verdicts equal offline attribution", "[e2e]") {
+TEST_CASE("agents e2e: 8+ real agents over CurveZMQ and stored verdicts equal offline attribution", "[e2e]") {
   Harness h;
   REQUIRE(h.agentCount() >= 8);
   INFO(h.sampleCount() << " samples, " << h.agentCount() << " agents");
@@ -332,7 +332,7 @@ TEST_CASE("agents e2e: 8+ real agents over CurveZMQ; stored verdicts equal offli
   h.stopAgents();
 }
 
-TEST_CASE("agents e2e: aggregator SIGKILLed mid-stream and restarted; every symptom once, same verdicts",
+TEST_CASE("agents e2e: aggregator SIGKILLed mid-stream and restarted, every symptom once and the same verdicts",
           "[e2e]") {
   Harness h;
   REQUIRE(h.agentCount() >= 8);

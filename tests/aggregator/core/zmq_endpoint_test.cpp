@@ -194,7 +194,7 @@ TEST_CASE("zmq endpoint: a known key claiming another hostname is rejected and c
   CHECK(f.store->counts().symptoms == 1);
 }
 
-TEST_CASE("zmq endpoint: garbage, truncated, oversized and misframed messages are rejected; it keeps serving",
+TEST_CASE("zmq endpoint: garbage, truncated, oversized and misframed messages are rejected and it keeps serving",
           "[zmq]") {
   Fixture f(64 << 10);
   KeyPair agent;
@@ -277,7 +277,7 @@ TEST_CASE("zmq endpoint: the allow-list is re-read on request (SIGHUP): added ke
   CHECK(f.store->counts().symptoms == 1);
 }
 
-TEST_CASE("allow-list: HOST.pub files; bad and duplicated keys are reported and left out", "[zmq]") {
+TEST_CASE("allow-list: HOST.pub files, bad and duplicated keys are reported and left out", "[zmq]") {
   TempDir dir;
   KeyPair a, b;
   std::ofstream(dir.file("gpu-01.pub")) << a.pub << "\n";
