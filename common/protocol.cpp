@@ -5,7 +5,9 @@
 #include <kj/io.h>
 #include <zstd.h>
 
+#include <cstring>
 #include <memory>
+#include <stdexcept>
 
 #include "common/schema/faultline.capnp.h"
 
@@ -207,11 +209,16 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
     opts.traversalLimitInWords = 1 << 20;
     capnp::PackedMessageReader message(in, opts);
     auto root = message.getRoot<schema::Heartbeat>();
-    hb.agent_id = root.getAgentId();
-    hb.hostname = root.getHostname();
-    hb.boot_id = root.getBootId();
-    hb.agent_version = root.getAgentVersion();
-    hb.ruleset_version = root.getRulesetVersion();
+    // As in decodeBatch (common/wire.cpp): a NUL inside a Text would read back cut once stored.
+    auto text = [](capnp::Text::Reader t) {
+      if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
+      return std::string(t.cStr(), t.size());
+    };
+    hb.agent_id = text(root.getAgentId());
+    hb.hostname = text(root.getHostname());
+    hb.boot_id = text(root.getBootId());
+    hb.agent_version = text(root.getAgentVersion());
+    hb.ruleset_version = text(root.getRulesetVersion());
     hb.created_ns = root.getCreatedNs();
     hb.started_ns = root.getStartedNs();
     hb.spool_batches = root.getSpoolBatches();
@@ -223,28 +230,33 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
       auto r = root.getInventory();
       NodeInventory inv;
       inv.collected_ns = r.getCollectedNs();
-      inv.gpu_error = r.getGpuError();
-      inv.hca_error = r.getHcaError();
-      for (auto g : r.getGpus()) inv.gpus.push_back({g.getIndex(), g.getPciBusId(), g.getUuid(), g.getSerial()});
+      inv.gpu_error = text(r.getGpuError());
+      inv.hca_error = text(r.getHcaError());
+      for (auto g : r.getGpus())
+        inv.gpus.push_back({g.getIndex(), text(g.getPciBusId()), text(g.getUuid()), text(g.getSerial())});
       for (auto p : r.getHcas())
-        inv.hcas.push_back({p.getName(), p.getPciAddress(), p.getPort(), p.getState(), p.getLinkLayer()});
+        inv.hcas.push_back({text(p.getName()), text(p.getPciAddress()), p.getPort(), text(p.getState()),
+                            text(p.getLinkLayer())});
       hb.inventory = std::move(inv);
     }
     for (auto s : root.getSources()) {
       SourceHealth h;
-      hb.node = s.getNode();
-      h.name = s.getSource();
-      h.format = s.getFormat();
+      hb.node = text(s.getNode());
+      h.name = text(s.getSource());
+      h.format = text(s.getFormat());
       h.records = s.getRecords();
       h.skipped = s.getSkipped();
-      h.status = s.getStatus();
-      h.reason = s.getReason();
+      h.status = text(s.getStatus());
+      h.reason = text(s.getReason());
       h.lost = s.getLost();
       h.lag_ns = s.getLagNs();
       hb.sources.push_back(std::move(h));
     }
   } catch (const kj::Exception& e) {
     *reason = std::string("malformed: ") + e.getDescription().cStr();
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    *reason = e.what();
     return std::nullopt;
   }
   return hb;

@@ -121,6 +121,8 @@ struct HeartbeatData {
   uint64_t inventory_hash = 0;             // the current inventory's hash, in every heartbeat
 };
 std::string encodeHeartbeat(const HeartbeatData& hb);
+// nullopt + reason ("empty", "too large", "malformed: …", "NUL in text") when refused; like
+// decodeBatch, an accepted heartbeat holds no NUL byte in any text.
 std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::string* reason);
 
 }  // namespace faultline::common

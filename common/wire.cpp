@@ -97,8 +97,12 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
     opts.nestingLimit = limits.nesting;
     capnp::PackedMessageReader message(in, opts);
     auto root = message.getRoot<schema::SymptomBatch>();
+    // A Cap'n Proto Text may hold a NUL before its terminator; as a std::string it would then
+    // mean one thing here and another (cut at the NUL) once re-encoded or bound as a C string,
+    // so no consumer of a decoded batch ever sees one (found by tests/fuzz/fuzz_decode.cpp).
     auto text = [&](capnp::Text::Reader t, const char* what) {
       if (t.size() > limits.max_text) throw std::runtime_error(std::string("oversized ") + what);
+      if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
       return std::string(t.cStr(), t.size());
     };
     auto& h = out.header;

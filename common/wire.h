@@ -41,7 +41,8 @@ struct DecodeLimits {
 };
 
 // Decodes and validates. On failure returns nullopt and a short reason ("truncated",
-// "too large", "bad enum", "bad timestamp", ...).
+// "too large", "bad enum", "bad timestamp", "NUL in text", ...). Every text field of an accepted
+// batch is free of NUL bytes, so it survives encodeBatch and storage unchanged.
 std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::string* reason,
                                             const DecodeLimits& limits = {});
 

@@ -1,7 +1,5 @@
 #include "aggregator/ingest/ingestor.h"
 
-#include "aggregator/ingest/batch_check.h"
-
 namespace faultline::aggregator {
 
 Ingestor::Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::DecodeLimits limits)
@@ -27,7 +25,6 @@ IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view au
   std::string reason;
   auto batch = common::decodeBatch(payload.data(), payload.size(), &reason, limits_);
   if (!batch) return reject("decode: " + reason);
-  if (auto bad = checkBatchFields(*batch)) return reject("decode: " + *bad);
   if (sequence) *sequence = batch->header.sequence;
   if (!authenticated_host.empty() && batch->header.hostname != authenticated_host) return reject("hostname mismatch");
   return ingest(*batch, authenticated_agent);

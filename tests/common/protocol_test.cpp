@@ -1,8 +1,13 @@
 #include "common/protocol.h"
 
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
 #include <zstd.h>
 
 #include <catch2/catch.hpp>
+
+#include "common/schema/faultline.capnp.h"
 
 using namespace faultline::common;
 
@@ -42,6 +47,28 @@ TEST_CASE("protocol: heartbeat round trip; garbage refused", "[protocol]") {
   CHECK(back->sources[0].lost == 5);
   CHECK(back->sources[0].status == "partial");
   CHECK_FALSE(decodeHeartbeat(std::string(100, '\xff'), &reason));
+}
+
+TEST_CASE("protocol: a heartbeat with a NUL byte inside a text is refused as NUL in text", "[protocol]") {
+  // encodeHeartbeat passes C strings and cannot write one: plant it with the generated builder.
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<faultline::schema::Heartbeat>();
+  root.setAgentId("a");
+  root.setHostname("n");
+  root.initSources(1)[0].setSource(capnp::Text::Reader("km\0sg", 5));
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, message);
+  std::string reason;
+  auto bytes = std::string(reinterpret_cast<const char*>(out.getArray().begin()), out.getArray().size());
+  CHECK_FALSE(decodeHeartbeat(bytes, &reason));
+  CHECK(reason == "NUL in text");
+  root.getSources()[0].setSource("kmsg");
+  kj::VectorOutputStream clean;
+  capnp::writePackedMessage(clean, message);
+  auto back = decodeHeartbeat(
+      std::string(reinterpret_cast<const char*>(clean.getArray().begin()), clean.getArray().size()), &reason);
+  REQUIRE(back);
+  CHECK(back->sources.at(0).name == "kmsg");
 }
 
 namespace {

@@ -1,11 +1,18 @@
 #include <catch2/catch.hpp>
 
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+
+#include <functional>
 #include <random>
 
+#include "common/schema/faultline.capnp.h"
 #include "common/symptom_aggregator.h"
 #include "common/wire.h"
 
 using namespace faultline::common;
+namespace schema = faultline::schema;
 
 namespace {
 Symptom sample(int i) {
@@ -89,6 +96,47 @@ TEST_CASE("hostile bytes are refused with a reason, never a crash", "[wire]") {
     (void)decodeBatch(noise.data(), noise.size(), &reason);
   }
   SUCCEED("2000 corrupted and 2000 random messages decoded or refused without crashing");
+}
+
+TEST_CASE("a NUL byte inside any text field is refused as NUL in text", "[wire]") {
+  // encodeBatch cannot write one (it passes C strings), so the message is built with the
+  // generated builders, where a Text may hold a NUL before its terminator.
+  const capnp::Text::Reader nul("gpu.\0xid", 8);
+  using Edit = std::function<void(schema::SymptomBatch::Builder)>;
+  const std::vector<std::pair<const char*, Edit>> edits = {
+      {"agentId", [&](auto b) { b.setAgentId(nul); }},
+      {"hostname", [&](auto b) { b.setHostname(nul); }},
+      {"ruleId", [&](auto b) { b.getSymptoms()[0].setRuleId(nul); }},
+      {"device", [&](auto b) { b.getSymptoms()[0].setDevice(nul); }},
+      {"evidence", [&](auto b) { b.getSymptoms()[0].getEvidence().set(0, nul); }},
+      {"field key", [&](auto b) { b.getSymptoms()[0].getFields()[0].setKey(nul); }},
+      {"field value", [&](auto b) { b.getSymptoms()[0].getFields()[0].setValue(nul); }},
+      {"sourceKind", [&](auto b) { b.getSymptoms()[0].setSourceKind(nul); }},
+      {"source status reason", [&](auto b) { b.getSources()[0].setReason(nul); }},
+  };
+  SymptomBatchData good;
+  good.header = {"agent-1", "gpu-a01", "b1", 1, "0.1.0", "0.1.0+abc", 7};
+  good.symptoms = {sample(0)};
+  good.sources.push_back({"gpu-a01", "kmsg", "kmsg", 10, 1, "ok", ""});
+  const std::string good_bytes = encodeBatch(good);
+  for (const auto& [what, edit] : edits) {
+    INFO(what);
+    // Decode the good batch into a builder, plant the NUL, pack it again.
+    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(reinterpret_cast<const kj::byte*>(good_bytes.data()),
+                                                         good_bytes.size()));
+    capnp::PackedMessageReader reader(in);
+    capnp::MallocMessageBuilder message;
+    message.setRoot(reader.getRoot<schema::SymptomBatch>());
+    edit(message.getRoot<schema::SymptomBatch>());
+    kj::VectorOutputStream out;
+    capnp::writePackedMessage(out, message);
+    std::string reason;
+    CHECK_FALSE(decodeBatch(out.getArray().begin(), out.getArray().size(), &reason));
+    CHECK(reason == "NUL in text");
+  }
+  // Text that merely ends where its terminator is stays fine.
+  std::string reason;
+  CHECK(decodeBatch(good_bytes.data(), good_bytes.size(), &reason));
 }
 
 TEST_CASE("identical symptoms collapse within the window", "[aggregator]") {
