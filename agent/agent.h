@@ -28,15 +28,21 @@
 
 #include "agent/clock.h"
 #include "agent/inventory.h"
-#include "agent/log.h"
 #include "agent/protocol.h"
-#include "agent/shipper.h"
 #include "agent/sources/source.h"
 #include "agent/spool.h"
 #include "common/rule_engine.h"
 #include "common/symptom_aggregator.h"
+#include "common/uplink/log.h"
+#include "common/uplink/shipper.h"
 
 namespace faultline::agent {
+
+// The uplink (shipper, rate cap, logger) is shared with the aggregator's site relay.
+using uplink::Logger;
+using uplink::Shipper;
+using uplink::ShipperOptions;
+using uplink::ShipperStats;
 
 struct AgentOptions {
   std::string agent_id;

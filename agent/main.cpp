@@ -17,7 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "agent/shipper.h"
+#include "common/uplink/shipper.h"
 #include "agent/sources/file_source.h"
 #include "agent/sources/journald_source.h"
 #include "agent/sources/kmsg_source.h"

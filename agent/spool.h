@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/symptom.h"
+#include "common/uplink/outbox.h"
 #include "common/wire.h"
 
 struct sqlite3;
@@ -37,12 +38,8 @@ struct SpoolOptions {
   bool synchronous_full = true;
 };
 
-struct SpooledBatch {
-  uint64_t sequence = 0;
-  common::Severity max_severity = common::Severity::kInfo;
-  uint32_t symptoms = 0;
-  std::string payload;  // encodeBatch bytes, header.sequence == sequence
-};
+// payload = encodeBatch bytes with header.sequence == sequence; items = its symptoms.
+using SpooledBatch = uplink::OutboundBatch;
 
 struct SpoolStats {
   uint64_t batches = 0;
@@ -62,14 +59,14 @@ struct SpoolCommit {
   std::map<std::string, std::string> checkpoints;
 };
 
-class Spool {
+class Spool : public uplink::Outbox {
  public:
   // Opens or creates the spool at `path` (":memory:" for throwaway). A file SQLite cannot read
   // (corrupt, not a database) is renamed to "<path>.corrupt-<n>" and a fresh spool is created;
   // `note` then says so. Returns nullptr and `error` when even that fails.
   static std::unique_ptr<Spool> open(const std::string& path, SpoolOptions options,
                                      std::string* error, std::string* note = nullptr);
-  ~Spool();
+  ~Spool() override;
   Spool(const Spool&) = delete;
   Spool& operator=(const Spool&) = delete;
 
@@ -83,9 +80,9 @@ class Spool {
   // Unacknowledged batches, critical first when `by_severity`, then by sequence; skips the
   // sequences in `exclude` (in flight). At most `limit`.
   std::vector<SpooledBatch> unacked(size_t limit, bool by_severity,
-                                    const std::vector<uint64_t>& exclude = {}) const;
+                                    const std::vector<uint64_t>& exclude = {}) const override;
   // Deletes an acknowledged batch. Unknown sequences (already acked, dropped) are fine.
-  bool ack(uint64_t sequence);
+  bool ack(uint64_t sequence) override;
   SpoolStats stats() const;
 
  private:

@@ -1,7 +1,8 @@
 // The shipper against a minimal acking ZeroMQ receiver on 127.0.0.1: acks delete from the spool,
 // unacknowledged batches are resent after the (manual-clock) timeout, the receiver being down
 // lets the spool fill and then drain in order, CurveZMQ works with a generated key pair.
-#include "agent/shipper.h"
+#include "agent/agent.h"
+#include "common/uplink/shipper.h"
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +10,7 @@
 
 using namespace faultline;
 using namespace faultline::agent;
+using namespace faultline::uplink;
 using namespace faultline::agent::testing;
 
 namespace {

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "agent/token_bucket.h"
+#include "common/uplink/token_bucket.h"
 
-using namespace faultline::agent;
+using namespace faultline::uplink;
 
 TEST_CASE("token bucket: caps the byte rate, lets an oversized message through when full", "[protocol]") {
   int64_t t = 0;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace faultline::agent {
+namespace faultline::uplink {
 
 class TokenBucket {
  public:
@@ -54,4 +54,4 @@ class TokenBucket {
   int64_t last_;
 };
 
-}  // namespace faultline::agent
+}  // namespace faultline::uplink

@@ -1,16 +1,17 @@
-// Ships spooled batches to the aggregator over a ZeroMQ DEALER socket (the aggregator binds a
-// ROUTER) and deletes them from the spool when acknowledged.
+// Ships an Outbox's messages to an aggregator over a ZeroMQ DEALER socket (the aggregator binds a
+// ROUTER) and removes them from the outbox when acknowledged. Used by the agent (symptom batches
+// from its spool) and by a site relay aggregator (relay batches to the central one).
 //
 // Delivery: at most `max_in_flight` batches are outstanding; a batch not acknowledged within
 // `ack_timeout_ns` (injected Clock, steady time) is sent again — which covers a reconnect, since
 // ZeroMQ drops the queue of a broken connection and ZMQ_IMMEDIATE refuses to queue while no
-// connection is up. The aggregator deduplicates by (agent id, sequence), so resending is safe.
+// connection is up. The aggregator deduplicates by (sender id, sequence), so resending is safe.
 // Order: by sequence, or critical severity first when `critical_first`. A token bucket caps the
 // bytes per second. Heartbeats are best effort (dropped when they cannot be queued).
 //
 // Threading: everything runs on the io_context thread; the zmq socket's ZMQ_FD is waited on with
 // a stream_descriptor (edge-triggered: ZMQ_EVENTS is re-checked after every send and receive).
-// The zmq::context_t and Spool must outlive the Shipper. No exception leaves a handler: zmq
+// The zmq::context_t and Outbox must outlive the Shipper. No exception leaves a handler: zmq
 // errors are counted and logged.
 #pragma once
 
@@ -24,17 +25,22 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "agent/clock.h"
-#include "agent/spool.h"
-#include "agent/token_bucket.h"
+#include "common/clock.h"
+#include "common/uplink/outbox.h"
+#include "common/uplink/token_bucket.h"
 
-namespace faultline::agent {
+namespace faultline::uplink {
+
+using common::Clock;
 
 class Logger;
 
 struct ShipperOptions {
   std::vector<std::string> endpoints;  // "tcp://aggregator:7400"; DEALER connects to each
-  std::string agent_id;
+  std::string agent_id;                // the sender's id: ZeroMQ routing id, checked in acks
+  std::string batch_type = "batch";    // frame type of outbox messages ("relay" for a site relay)
+  std::string heartbeat_type = "heartbeat";
+  std::string log_name = "faultline-agent";  // prefix of log lines
   // CurveZMQ: all three set, or all empty (plain TCP, for tests and trusted networks).
   std::string curve_secret_key;   // Z85, 40 chars: this agent's secret key
   std::string curve_public_key;   // Z85: this agent's public key (derived when empty)
@@ -45,7 +51,7 @@ struct ShipperOptions {
   uint64_t rate_bytes_per_sec = 0;  // 0 = unlimited
   uint64_t rate_burst_bytes = 256 << 10;
   int tick_ms = 1000;               // resend/timeout check period (real timer)
-  // zstd on top of packing: batches and heartbeats go out as "batch+zstd" / "heartbeat+zstd"
+  // zstd on top of packing: messages go out as "<type>+zstd" ("batch+zstd", "heartbeat+zstd")
   // when that is smaller (tiny heartbeats often are not). The spool keeps the packed bytes.
   bool zstd = false;
   int zstd_level = 3;
@@ -66,7 +72,7 @@ struct ShipperStats {
 
 class Shipper {
  public:
-  Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Spool& spool,
+  Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Outbox& outbox,
           ShipperOptions options, Logger* log = nullptr);
   ~Shipper();
 
@@ -91,12 +97,12 @@ class Shipper {
   void armThrottle(int64_t wait_ns);
   bool sendFrames(std::string_view type, const std::string& payload);
   // Sends `packed` as `type` or `type+zstd`; returns the bytes sent (0: not queued).
-  size_t sendMessage(std::string_view type, std::string_view zstd_type, const std::string& packed);
+  size_t sendMessage(const std::string& type, const std::string& packed);
 
   boost::asio::io_context& io_;
   zmq::context_t& zmq_;
   const Clock& clock_;
-  Spool& spool_;
+  Outbox& outbox_;
   ShipperOptions options_;
   Logger* log_;
   std::unique_ptr<zmq::socket_t> socket_;
@@ -111,4 +117,4 @@ class Shipper {
   ShipperStats stats_;
 };
 
-}  // namespace faultline::agent
+}  // namespace faultline::uplink

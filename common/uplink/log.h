@@ -1,5 +1,6 @@
-// The agent's own logging: one structured line per event on stderr (journald adds the unit and
-// the time), rate-limited so a storm of bad input cannot turn the agent into a log source.
+// A daemon's own logging (the agent, the relay uplink): one line per event on stderr with an
+// sd-daemon priority prefix (journald adds the unit and the time), rate-limited so a storm of bad
+// input cannot turn the daemon into a log source.
 //
 // Not thread-safe: used from the io_context thread only. Lines over the budget of the current
 // minute are counted and summarised in the first line of the next minute.
@@ -9,15 +10,19 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
-#include "agent/clock.h"
+#include "common/clock.h"
 
-namespace faultline::agent {
+namespace faultline::uplink {
+
+using common::Clock;
 
 class Logger {
  public:
   // `per_minute` lines at most; 0 disables logging entirely (tests).
-  Logger(const Clock& clock, int per_minute) : clock_(clock), per_minute_(per_minute) {}
+  Logger(const Clock& clock, int per_minute, std::string name = "faultline-agent")
+      : clock_(clock), per_minute_(per_minute), name_(std::move(name)) {}
 
   template <typename... Args>
   void info(fmt::format_string<Args...> f, Args&&... args) {
@@ -38,10 +43,11 @@ class Logger {
 
   const Clock& clock_;
   int per_minute_;
+  std::string name_;
   int64_t minute_start_ = 0;
   int used_ = 0;
   uint64_t suppressed_ = 0;
   uint64_t suppressed_total_ = 0;
 };
 
-}  // namespace faultline::agent
+}  // namespace faultline::uplink

@@ -1,8 +1,8 @@
-#include "agent/log.h"
+#include "common/uplink/log.h"
 
 #include <cstdio>
 
-namespace faultline::agent {
+namespace faultline::uplink {
 
 void Logger::write(int priority, const std::string& line) {
   if (per_minute_ <= 0) return;
@@ -12,7 +12,7 @@ void Logger::write(int priority, const std::string& line) {
     used_ = 0;
     if (suppressed_ > 0) {
       // "<N>" prefixes are sd-daemon priorities: journald reads them from a service's stderr.
-      std::fprintf(stderr, "<4>faultline-agent: %llu log lines suppressed by the rate limit\n",
+      std::fprintf(stderr, "<4>%s: %llu log lines suppressed by the rate limit\n", name_.c_str(),
                    static_cast<unsigned long long>(suppressed_));
       suppressed_ = 0;
     }
@@ -26,4 +26,4 @@ void Logger::write(int priority, const std::string& line) {
   std::fprintf(stderr, "<%d>%s\n", priority, line.c_str());
 }
 
-}  // namespace faultline::agent
+}  // namespace faultline::uplink

@@ -1,15 +1,17 @@
-#include "agent/shipper.h"
+#include "common/uplink/shipper.h"
 
 #include <boost/asio/post.hpp>
 
-#include "agent/log.h"
-#include "agent/protocol.h"
+#include "common/uplink/log.h"
+#include "common/protocol.h"
 
-namespace faultline::agent {
+namespace faultline::uplink {
 
-Shipper::Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Spool& spool,
+using common::kZstdSuffix;
+
+Shipper::Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Outbox& outbox,
                  ShipperOptions options, Logger* log)
-    : io_(io), zmq_(zmq), clock_(clock), spool_(spool), options_(std::move(options)), log_(log),
+    : io_(io), zmq_(zmq), clock_(clock), outbox_(outbox), options_(std::move(options)), log_(log),
       fd_(io), tick_timer_(io), throttle_timer_(io),
       bucket_(options_.rate_bytes_per_sec, options_.rate_burst_bytes, clock.steadyNs()) {}
 
@@ -114,18 +116,18 @@ bool Shipper::sendFrames(std::string_view type, const std::string& payload) {
     // was accepted, short of the context terminating.
     socket_->send(zmq::buffer(payload), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
-    if (log_) log_->warn("faultline-agent: zmq send: {}", e.what());
+    if (log_) log_->warn("{}: zmq send: {}", options_.log_name, e.what());
     return false;
   }
   stats_.bytes_sent += payload.size();
   return true;
 }
 
-size_t Shipper::sendMessage(std::string_view type, std::string_view zstd_type, const std::string& packed) {
+size_t Shipper::sendMessage(const std::string& type, const std::string& packed) {
   if (options_.zstd) {
-    std::string small = compressZstd(packed, options_.zstd_level);
+    std::string small = common::compressZstd(packed, options_.zstd_level);
     if (!small.empty() && small.size() < packed.size()) {
-      if (!sendFrames(zstd_type, small)) return 0;
+      if (!sendFrames(type + std::string(kZstdSuffix), small)) return 0;
       stats_.bytes_packed += packed.size();
       ++stats_.compressed;
       return small.size();
@@ -141,7 +143,7 @@ void Shipper::kick() {
   while (in_flight_.size() < options_.max_in_flight) {
     std::vector<uint64_t> exclude;
     for (const auto& [seq, t] : in_flight_) exclude.push_back(seq);
-    auto next = spool_.unacked(1, options_.critical_first, exclude);
+    auto next = outbox_.unacked(1, options_.critical_first, exclude);
     if (next.empty()) break;
     const auto& b = next.front();
     int64_t now = clock_.steadyNs();
@@ -151,7 +153,7 @@ void Shipper::kick() {
       armThrottle(wait);
       break;
     }
-    size_t sent = sendMessage(kTypeBatch, kTypeBatchZstd, b.payload);
+    size_t sent = sendMessage(options_.batch_type, b.payload);
     if (sent == 0) break;  // not connected: the tick retries
     bucket_.take(sent, now);  // only what actually went out counts
     in_flight_[b.sequence] = now;
@@ -176,7 +178,7 @@ void Shipper::tick() {
 
 bool Shipper::sendHeartbeat(const std::string& payload) {
   if (stopped_) return false;
-  bool ok = sendMessage(kTypeHeartbeat, kTypeHeartbeatZstd, payload) > 0;
+  bool ok = sendMessage(options_.heartbeat_type, payload) > 0;
   if (ok) ++stats_.heartbeats;
   else ++stats_.heartbeats_dropped;
   processIncoming();
@@ -196,23 +198,23 @@ void Shipper::processIncoming() {
         frames.push_back(std::move(m));
         if (!more) break;
       }
-      if (frames.size() != 2 || frames[0].to_string_view() != kTypeAck) {
+      if (frames.size() != 2 || frames[0].to_string_view() != common::kTypeAck) {
         ++stats_.bad_messages;
         continue;
       }
-      auto ack = decodeAck(frames[1].to_string_view());
+      auto ack = common::decodeAck(frames[1].to_string_view());
       if (!ack || ack->agent_id != options_.agent_id) {
         ++stats_.bad_messages;
         continue;
       }
-      spool_.ack(ack->sequence);
+      outbox_.ack(ack->sequence);
       if (in_flight_.erase(ack->sequence)) ++stats_.acked;
       acked = true;
     }
   } catch (const zmq::error_t& e) {
-    if (log_) log_->warn("faultline-agent: zmq receive: {}", e.what());
+    if (log_) log_->warn("{}: zmq receive: {}", options_.log_name, e.what());
   }
   if (acked) boost::asio::post(io_, [this] { kick(); });
 }
 
-}  // namespace faultline::agent
+}  // namespace faultline::uplink
