@@ -198,7 +198,7 @@ std::string encodeHeartbeat(const HeartbeatData& hb) {
 }
 
 std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::string* reason) {
-  if (payload.empty() || payload.size() > (1 << 20)) {
+  if (payload.empty() || payload.size() > kMaxHeartbeatBytes) {
     *reason = payload.empty() ? "empty" : "too large";
     return std::nullopt;
   }
@@ -206,7 +206,7 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
   try {
     kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(reinterpret_cast<const kj::byte*>(payload.data()), payload.size()));
     capnp::ReaderOptions opts;
-    opts.traversalLimitInWords = 1 << 20;
+    opts.traversalLimitInWords = kHeartbeatTraversalWords;
     capnp::PackedMessageReader message(in, opts);
     auto root = message.getRoot<schema::Heartbeat>();
     // As in decodeBatch (common/wire.cpp): a NUL inside a Text would read back cut once stored.

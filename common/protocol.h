@@ -120,6 +120,10 @@ struct HeartbeatData {
   std::optional<NodeInventory> inventory;  // carried only when it changed (or every Nth beat)
   uint64_t inventory_hash = 0;             // the current inventory's hash, in every heartbeat
 };
+// What decodeHeartbeat allows: payload bytes, and words traversed (capnp::ReaderOptions; the
+// nesting limit is capnp's default).
+inline constexpr size_t kMaxHeartbeatBytes = 1 << 20;
+inline constexpr uint64_t kHeartbeatTraversalWords = 1 << 20;
 std::string encodeHeartbeat(const HeartbeatData& hb);
 // nullopt + reason ("empty", "too large", "malformed: …", "NUL in text") when refused; like
 // decodeBatch, an accepted heartbeat holds no NUL byte in any text.

@@ -12,7 +12,6 @@
 // process' database).
 #ifdef FAULTLINE_AGENT_BIN  // only when the agent is built
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -68,15 +67,6 @@ void stopChild(pid_t& pid, int sig) {
   ::kill(pid, sig);
   ::waitpid(pid, nullptr, 0);
   pid = -1;
-}
-
-bool pollUntil(const std::function<bool()>& pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    ::poll(nullptr, 0, 25);
-  }
-  return pred();
 }
 
 struct SampleNode {

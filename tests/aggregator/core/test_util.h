@@ -1,6 +1,7 @@
 // Helpers shared by the aggregator core tests: temp dirs, synthetic batches, polling waits.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -74,6 +75,17 @@ inline bool waitFor(const std::function<bool()>& pred, std::chrono::milliseconds
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;
     std::this_thread::yield();
+  }
+  return pred();
+}
+
+// Like waitFor, for a predicate on another process' state (a file it writes, its database): there
+// is no event to wait on, so the polls are 25 ms apart.
+inline bool pollUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    ::poll(nullptr, 0, 25);
   }
   return pred();
 }

@@ -1,0 +1,173 @@
+@0x95782296da86a5f3;
+# FROZEN: never edit this file. It stands for wire version 1, the schema an agent of the previous
+# release speaks: common/schema/faultline.capnp as of commit ff38c96 (the parent of c4f71c7, which
+# appended Heartbeat.inventory/inventoryHash and NodeInventory/GpuInfo/HcaPort; unchanged since
+# dbb9227, the first agent). Only the file id and the C++ namespace differ from that version, so
+# both schemas can live in one test binary. tests/compat/ checks that v1 and the current schema
+# read each other's messages; docs/wire-protocol.md ("Compatibility") says how to freeze the next
+# version when a release ships.
+# faultline wire and record schema. APPEND-ONLY: never renumber, retype or remove a field;
+# new fields take the next ordinal, new enumerants go at the end. See docs/wire-protocol.md.
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("faultline::schema_v1");
+
+enum Role {
+  root @0;
+  cascade @1;
+  teardown @2;
+  context @3;
+}
+
+enum SubDomain {
+  none @0;
+  hardware @1;
+  network @2;
+  systemSoftware @3;
+  infrastructure @4;
+  application @5;
+  ambiguous @6;
+  unattributed @7;
+}
+
+enum Severity {
+  info @0;
+  warning @1;
+  error @2;
+  critical @3;
+}
+
+struct Field {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct Symptom {
+  ruleId @0 :Text;
+  symptom @1 :Text;
+  subDomain @2 :SubDomain;
+  category @3 :Text;
+  role @4 :Role;
+  severity @5 :Severity;
+  node @6 :Text;
+  device @7 :Text;          # normalised PCI bus id, GPU UUID, NVSwitch, HCA port; "" if unknown
+  source @8 :Text;          # source name on the node ("kmsg", "journal", "fabricmanager", a path)
+  firstNs @9 :Int64;        # UTC ns since epoch
+  lastNs @10 :Int64;
+  timeKnown @11 :Bool;
+  count @12 :UInt32;
+  evidence @13 :List(Text); # first few raw messages
+  fields @14 :List(Field);  # named captures and constants (xid, pci, rank, status ...)
+  summary @15 :Text;
+  bootId @16 :Text;
+  fallbackRoot @17 :Bool;
+  sourceKind @18 :Text;     # kernel | journal | fabricmanager | application
+}
+
+# What an agent (or the offline bundle reader) ships for one node.
+struct SymptomBatch {
+  agentId @0 :Text;
+  hostname @1 :Text;
+  bootId @2 :Text;
+  sequence @3 :UInt64;       # per agent, strictly increasing
+  agentVersion @4 :Text;
+  rulesetVersion @5 :Text;
+  createdNs @6 :Int64;
+  symptoms @7 :List(Symptom);
+  sources @8 :List(SourceStatus);
+}
+
+struct SourceStatus {
+  node @0 :Text;
+  source @1 :Text;
+  format @2 :Text;
+  records @3 :UInt64;
+  skipped @4 :UInt64;
+  status @5 :Text;           # "ok" | "error" | "partial"
+  reason @6 :Text;
+  lost @7 :UInt64;
+  lagNs @8 :Int64;
+}
+
+struct JobRecord {
+  jobId @0 :Text;
+  state @1 :Text;            # Slurm state as reported (FAILED, TIMEOUT, ...)
+  exitCode @2 :Text;         # "exit:signal"
+  startNs @3 :Int64;
+  endNs @4 :Int64;
+  nodes @5 :List(Text);
+  timeLimitSec @6 :Int64;
+  rankLayout @7 :List(RankRange);
+}
+
+struct RankRange {
+  node @0 :Text;
+  first @1 :Int32;
+  last @2 :Int32;
+}
+
+struct ChainEntry {
+  timeNs @0 :Int64;
+  node @1 :Text;
+  device @2 :Text;
+  symptom @3 :Text;
+  ruleId @4 :Text;
+  role @5 :Role;
+  count @6 :UInt32;
+  nodes @7 :List(Text);
+  firstNs @8 :Int64;
+  lastNs @9 :Int64;
+  evidence @10 :Text;
+}
+
+struct Cause {
+  ruleId @0 :Text;
+  symptom @1 :Text;
+  category @2 :Text;
+  summary @3 :Text;
+  node @4 :Text;
+  device @5 :Text;
+  timeNs @6 :Int64;
+  evidence @7 :Text;
+  subDomain @8 :SubDomain;
+}
+
+struct ResponsibleNode {
+  node @0 :Text;
+  device @1 :Text;
+  confidence @2 :Float32;
+}
+
+struct Diagnosis {
+  schemaVersion @0 :UInt32;
+  jobId @1 :Text;
+  terminalState @2 :Text;
+  subDomain @3 :SubDomain;
+  responsible @4 :List(ResponsibleNode);
+  cause @5 :Cause;
+  hasCause @6 :Bool;
+  recommendedAction @7 :Text;
+  candidates @8 :List(Cause);
+  chain @9 :List(ChainEntry);
+  coverage @10 :List(SourceStatus);
+  rulesetVersion @11 :Text;
+  explanation @12 :Text;
+}
+
+# Agent -> aggregator, every heartbeat interval on the same ZeroMQ connection as the batches
+# (frame type "heartbeat", see docs/wire-protocol.md). Not acknowledged; lets the aggregator
+# report coverage per node and see a stuck or lossy agent.
+struct Heartbeat {
+  agentId @0 :Text;
+  hostname @1 :Text;
+  bootId @2 :Text;
+  agentVersion @3 :Text;
+  rulesetVersion @4 :Text;
+  createdNs @5 :Int64;          # UTC ns since epoch
+  sources @6 :List(SourceStatus);
+  spoolBatches @7 :UInt64;      # unacknowledged batches in the local spool
+  spoolBytes @8 :UInt64;
+  droppedSymptoms @9 :UInt64;   # dropped because the spool was full (since the spool was created)
+  nextSequence @10 :UInt64;     # the sequence the next batch will get
+  startedNs @11 :Int64;         # when this agent process started
+}
