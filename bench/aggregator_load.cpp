@@ -12,36 +12,27 @@
 // --heartbeat-ms. The symptoms are the cascade sample's (--sample), produced by the real rule engine
 // over its node logs and rank output (cascade_sample.h) and moved to this run's hosts and time.
 //
-// One thread, one zmq context, every socket's ZMQ_FD in one epoll set. Talks to the aggregator
-// only over 127.0.0.1 (ZeroMQ ingest, HTTP API); links faultline_common, never the aggregator.
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
+// One thread, one zmq context, every socket's ZMQ_FD in one epoll set (sim_fleet.h). Talks to
+// the aggregator only over 127.0.0.1 (ZeroMQ ingest, HTTP API; aggregator_probe.h); links
+// faultline_common, never the aggregator.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <arpa/inet.h>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench/aggregator_probe.h"
 #include "bench/cascade_sample.h"
+#include "bench/sim_fleet.h"
 #include "common/protocol.h"
 #include "common/rule_set.h"
 #include "common/wire.h"
@@ -49,20 +40,12 @@
 namespace {
 
 using namespace faultline;
+using namespace faultline::bench;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSec = 1'000'000'000;
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-int64_t wallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string readLine(const std::string& path) {
   std::ifstream in(path);
@@ -78,346 +61,12 @@ std::string hostName(const std::string& prefix, size_t i) {
   return prefix + buf;
 }
 
-// ---- HTTP (blocking, one connection per request) -------------------------------------------
-
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
-
-std::optional<HttpResponse> http(uint16_t port, const std::string& method, const std::string& path,
-                                 const std::string& token = "", const std::string& body = "") {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
-  if (!body.empty() || method == "POST")
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  for (size_t off = 0; off < req.size();) {
-    ssize_t n = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    off += static_cast<size_t>(n);
-  }
-  std::string raw;
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  size_t head_end = raw.find("\r\n\r\n");
-  if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || head_end == std::string::npos) return std::nullopt;
-  HttpResponse r;
-  r.status = std::atoi(raw.c_str() + 9);
-  r.body = raw.substr(head_end + 4);
-  return r;
-}
-
-// ---- Where the aggregator's threads spend their time (/proc/PID/task/TID/schedstat) ---------
-
-struct ThreadTime {
-  std::string name;
-  int64_t on_cpu_ns = 0;    // running
-  int64_t runqueue_ns = 0;  // runnable, waiting for a CPU (the machine is busy)
-};
-
-std::map<int, ThreadTime> threadTimes(int pid) {
-  std::map<int, ThreadTime> out;
-  if (pid <= 0) return out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    ThreadTime t;
-    std::ifstream(e.path() / "schedstat") >> t.on_cpu_ns >> t.runqueue_ns;
-    t.name = readLine((e.path() / "comm").string());
-    out[std::atoi(e.path().filename().c_str())] = t;
-  }
-  return out;
-}
-
-double selfCpu() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// ---- Simulated agents ---------------------------------------------------------------------
-
-struct Pending {
-  uint64_t sequence = 0;
-  int64_t first_sent_ns = 0;
-  int64_t last_sent_ns = 0;
-};
-
-struct Agent {
-  std::string host;  // also the agent id and routing id, like the real agent's default
-  std::string boot_id;
-  std::string public_key, secret_key;
-  common::NodeInventory inventory;
-  std::vector<std::string> batches;  // encoded SymptomBatch payloads; sequence = index + 1
-  std::vector<uint32_t> batch_symptoms;
-  std::unique_ptr<zmq::socket_t> sock;
-  bool first_heartbeat_sent = false;
-  int64_t connected_ns = 0;  // when the first heartbeat could go out (handshake done)
-  bool active = false;       // in the running phase
-  size_t next = 0;           // next batch index to send
-  size_t limit = 0;          // the running phase sends batches [next, limit)
-  size_t acked = 0;
-  std::vector<Pending> in_flight;
-  int64_t next_heartbeat_ns = 0;
-  uint64_t heartbeats = 0;
-};
-
-struct PhaseStats {
-  size_t agents = 0;
-  uint64_t batches = 0, symptoms = 0, total_batches = 0;
-  uint64_t resends = 0, duplicate_acks = 0, bad_messages = 0, heartbeats = 0;
-  std::vector<int64_t> latency_ns;
-  int64_t start_ns = 0, last_ack_ns = 0;
-  bool complete() const { return batches == total_batches; }
-  double seconds() const { return double(last_ack_ns - start_ns) / 1e9; }
-};
-
-struct DriverOptions {
-  std::string endpoint;
-  std::string server_key;
-  std::string ruleset_version;
-  size_t in_flight = 16;
-  int64_t ack_timeout_ns = 10 * kSec;
-  int64_t heartbeat_ns = 30 * kSec;
-};
-
-// Owns the agents' sockets and serves them from one epoll loop. Not thread-safe.
-class Driver {
- public:
-  Driver(zmq::context_t& ctx, DriverOptions o) : ctx_(ctx), o_(std::move(o)), ep_(::epoll_create1(EPOLL_CLOEXEC)) {}
-  ~Driver() {
-    for (auto& a : agents_) a.sock.reset();  // before the context
-    ::close(ep_);
-  }
-
-  size_t add(Agent a) {
-    agents_.push_back(std::move(a));
-    return agents_.size() - 1;
-  }
-  Agent& agent(size_t i) { return agents_[i]; }
-
-  // Socket options as the agent's shipper sets them; connects (the handshake runs in the
-  // background).
-  void connect(size_t i) {
-    Agent& a = agents_[i];
-    a.sock = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
-    a.sock->set(zmq::sockopt::linger, 0);
-    a.sock->set(zmq::sockopt::immediate, 1);
-    a.sock->set(zmq::sockopt::routing_id, a.host);
-    a.sock->set(zmq::sockopt::reconnect_ivl, 500);
-    a.sock->set(zmq::sockopt::reconnect_ivl_max, 30000);
-    a.sock->set(zmq::sockopt::curve_serverkey, o_.server_key);
-    a.sock->set(zmq::sockopt::curve_publickey, a.public_key);
-    a.sock->set(zmq::sockopt::curve_secretkey, a.secret_key);
-    a.sock->connect(o_.endpoint);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = i;
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, a.sock->get(zmq::sockopt::fd), &ev);
-  }
-
-  // Sends each agent's first heartbeat (with its inventory) as soon as its connection is up
-  // (ZMQ_IMMEDIATE refuses it before the Curve handshake and ZAP are done). false on timeout.
-  bool sendFirstHeartbeats(const std::vector<size_t>& which, int64_t deadline_ns) {
-    size_t left = which.size();
-    while (left) {
-      left = 0;
-      for (size_t i : which)
-        if (!agents_[i].first_heartbeat_sent && !sendHeartbeat(agents_[i], true)) ++left;
-      if (!left) break;
-      if (steadyNs() > deadline_ns) return false;
-      waitAndDrain(5);
-    }
-    return true;
-  }
-
-  // Every agent in `which` sends its next `batches` batches; returns when all are acked or at the
-  // deadline. Agent k starts at start + k/|which| * spread (0: all at once, a cascade's worst case).
-  PhaseStats run(const std::vector<size_t>& which, size_t batches, int64_t spread_ns, int64_t deadline_ns) {
-    PhaseStats st;
-    cur_ = &st;
-    st.agents = which.size();
-    for (size_t i : which) {
-      Agent& a = agents_[i];
-      a.limit = std::min(a.batches.size(), a.next + batches);
-      st.total_batches += a.limit - a.next;
-    }
-    st.start_ns = steadyNs();
-    std::vector<std::pair<int64_t, size_t>> starts;
-    for (size_t k = 0; k < which.size(); ++k)
-      starts.push_back({st.start_ns + (which.size() > 1 ? spread_ns * int64_t(k) / int64_t(which.size()) : 0),
-                        which[k]});
-    size_t started = 0;
-    int64_t next_scan = st.start_ns + 100 * kMs;
-    while (!st.complete()) {
-      int64_t now = steadyNs();
-      if (now > deadline_ns) break;
-      for (; started < starts.size() && starts[started].first <= now; ++started) {
-        Agent& a = agents_[starts[started].second];
-        a.active = true;
-        a.next_heartbeat_ns = now + o_.heartbeat_ns;
-        service(starts[started].second);
-      }
-      waitAndDrain(started < starts.size() ? 0 : 2);
-      if (now >= next_scan) {
-        scan(which, now);
-        next_scan = now + 100 * kMs;
-      }
-    }
-    // Resent batches still queued at the aggregator are acked again: wait for those acks (the
-    // aggregator is idle only then), without counting the wait in the phase's time.
-    while (st.duplicate_acks < st.resends && steadyNs() < deadline_ns) waitAndDrain(5);
-    for (size_t i : which) agents_[i].active = false;
-    cur_ = nullptr;
-    return st;
-  }
-
- private:
-  bool sendFrames(Agent& a, std::string_view type, const std::string& payload) {
-    try {
-      if (!a.sock->send(zmq::buffer(type), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
-      a.sock->send(zmq::buffer(payload), zmq::send_flags::dontwait);  // never EAGAIN after the first part
-      return true;
-    } catch (const zmq::error_t&) {
-      return false;
-    }
-  }
-
-  bool sendHeartbeat(Agent& a, bool first) {
-    common::HeartbeatData hb;
-    hb.agent_id = a.host;
-    hb.hostname = a.host;
-    hb.node = a.host;
-    hb.boot_id = a.boot_id;
-    hb.agent_version = "bench";
-    hb.ruleset_version = o_.ruleset_version;
-    hb.created_ns = wallNs();
-    hb.started_ns = hb.created_ns;
-    hb.sources = {{"kmsg", "kmsg", "ok", "", a.acked, 0, 0, 0}, {"/var/log/slurm/job.out", "application", "ok", "", 0, 0, 0, 0}};
-    hb.spool_batches = a.batches.size() - a.acked;
-    hb.next_sequence = a.batches.size() + 1;
-    hb.inventory_hash = common::inventoryHash(a.inventory);
-    if (first) hb.inventory = a.inventory;
-    if (!sendFrames(a, common::kTypeHeartbeat, common::encodeHeartbeat(hb))) return false;
-    if (!a.first_heartbeat_sent) a.connected_ns = steadyNs();
-    a.first_heartbeat_sent = true;
-    ++a.heartbeats;
-    if (cur_) ++cur_->heartbeats;
-    return true;
-  }
-
-  // Sends while the window has room; true when anything went out.
-  bool topUp(Agent& a) {
-    bool any = false;
-    while (a.active && a.in_flight.size() < o_.in_flight && a.next < a.limit) {
-      if (!sendFrames(a, common::kTypeBatch, a.batches[a.next])) break;  // not connected: the scan retries
-      int64_t now = steadyNs();
-      a.in_flight.push_back({a.next + 1, now, now});
-      ++a.next;
-      any = true;
-    }
-    return any;
-  }
-
-  // Receives everything queued on one socket. ZMQ_FD only says "look": a send may have consumed
-  // the signal of a waiting ack, so this runs after sends too, until nothing moves.
-  void service(size_t i) {
-    Agent& a = agents_[i];
-    while (true) {
-      bool got = false;
-      while (true) {
-        zmq::message_t type, payload;
-        if (!a.sock->recv(type, zmq::recv_flags::dontwait)) break;
-        got = true;
-        if (!type.more() || !a.sock->recv(payload, zmq::recv_flags::dontwait)) {
-          if (cur_) ++cur_->bad_messages;
-          continue;
-        }
-        while (payload.more()) (void)a.sock->recv(payload, zmq::recv_flags::dontwait);
-        onMessage(a, type.to_string_view(), payload.to_string_view());
-      }
-      bool sent = topUp(a);
-      if (!got && !sent && !(a.sock->get(zmq::sockopt::events) & ZMQ_POLLIN)) break;
-    }
-  }
-
-  void onMessage(Agent& a, std::string_view type, std::string_view payload) {
-    auto ack = type == common::kTypeAck ? common::decodeAck(payload) : std::nullopt;
-    if (!ack || ack->agent_id != a.host) {
-      if (cur_) ++cur_->bad_messages;
-      return;
-    }
-    auto it = std::find_if(a.in_flight.begin(), a.in_flight.end(),
-                           [&](const Pending& p) { return p.sequence == ack->sequence; });
-    if (it == a.in_flight.end()) {
-      if (cur_) ++cur_->duplicate_acks;  // a resend's second ack
-      return;
-    }
-    int64_t now = steadyNs();
-    ++a.acked;
-    if (cur_) {
-      cur_->latency_ns.push_back(now - it->first_sent_ns);
-      ++cur_->batches;
-      cur_->symptoms += a.batch_symptoms[it->sequence - 1];
-      cur_->last_ack_ns = now;
-    }
-    a.in_flight.erase(it);
-  }
-
-  void waitAndDrain(int timeout_ms) {
-    epoll_event evs[512];
-    int n = ::epoll_wait(ep_, evs, 512, timeout_ms);
-    for (int k = 0; k < n; ++k) service(static_cast<size_t>(evs[k].data.u64));
-  }
-
-  // Resends what was not acked in time, sends due heartbeats, retries sends that found no
-  // connection.
-  void scan(const std::vector<size_t>& which, int64_t now) {
-    for (size_t i : which) {
-      Agent& a = agents_[i];
-      if (!a.active) continue;
-      for (auto& p : a.in_flight)
-        if (now - p.last_sent_ns >= o_.ack_timeout_ns && sendFrames(a, common::kTypeBatch, a.batches[p.sequence - 1])) {
-          p.last_sent_ns = now;
-          ++cur_->resends;
-        }
-      if (now >= a.next_heartbeat_ns && sendHeartbeat(a, false)) a.next_heartbeat_ns = now + o_.heartbeat_ns;
-      service(i);
-    }
-  }
-
-  zmq::context_t& ctx_;
-  DriverOptions o_;
-  int ep_;
-  std::vector<Agent> agents_;
-  PhaseStats* cur_ = nullptr;
-};
-
 // ---- Batches --------------------------------------------------------------------------------
 
 // Batch b of an agent carries symptoms b*K .. b*K+K-1 of its node's cascade list, taken
 // cyclically: the first pass is the node's own symptoms, later passes re-report them (moved
 // `pass` seconds later, as the next aggregation window of an ongoing cascade would).
-void buildBatches(Agent& a, const std::vector<common::Symptom>& tmpl, const std::string& sample_host, int64_t shift_ns,
+void buildBatches(SimAgent& a, const std::vector<common::Symptom>& tmpl, const std::string& sample_host, int64_t shift_ns,
                   size_t batches, size_t per_batch, const std::string& ruleset_version) {
   std::vector<common::CoverageEntry> sources = {{a.host, "kmsg", "kmsg", 1000, 0, "ok", ""},
                                                 {a.host, "/var/log/slurm/job.out", "application", 5000, 0, "ok", ""}};
@@ -433,7 +82,7 @@ void buildBatches(Agent& a, const std::vector<common::Symptom>& tmpl, const std:
     for (size_t k = 0; k < per_batch; ++k) {
       size_t idx = b * per_batch + k;
       int64_t pass = static_cast<int64_t>(idx / tmpl.size());
-      d.symptoms.push_back(bench::moveSymptom(tmpl[idx % tmpl.size()], sample_host, a.host, shift_ns + pass * kSec));
+      d.symptoms.push_back(moveSymptom(tmpl[idx % tmpl.size()], sample_host, a.host, shift_ns + pass * kSec));
       d.symptoms.back().boot_id = a.boot_id;
     }
     d.sources = sources;
@@ -469,110 +118,6 @@ void printPhase(const char* label, const PhaseStats& st) {
               st.complete() ? "" : "  INCOMPLETE (deadline)");
 }
 
-// A Prometheus sample's value: NAME (summed over its labels) or NAME{labels} (that series).
-double metric(const std::string& text, const std::string& name) {
-  double total = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-    if (line.rfind(name, 0) != 0) continue;
-    char next = line.size() > name.size() ? line[name.size()] : '\0';
-    if (next != ' ' && next != '{') continue;
-    total += std::atof(line.c_str() + line.rfind(' ') + 1);
-  }
-  return total;
-}
-
-// TcpExt ListenOverflows of this network namespace: connections a full accept queue refused.
-int64_t listenOverflows() {
-  std::ifstream in("/proc/net/netstat");
-  std::string names, values;
-  while (std::getline(in, names) && std::getline(in, values)) {
-    if (names.rfind("TcpExt:", 0) != 0) continue;
-    std::istringstream n(names), v(values);
-    std::string name, value;
-    while (n >> name && v >> value)
-      if (name == "ListenOverflows") return std::stoll(value);
-  }
-  return -1;
-}
-
-// Repeats one GET on its own thread (one request at a time, `pause_ms` between) and records how
-// long each took: what an operator's `faultline job ID` waits while the aggregator is busy.
-class Prober {
- public:
-  Prober(uint16_t port, std::string path, int pause_ms) : port_(port), path_(std::move(path)), pause_ms_(pause_ms) {
-    thread_ = std::thread([this] {
-      while (!stop_) {
-        int64_t t = steadyNs();
-        auto r = http(port_, "GET", path_);
-        if (r && r->status == 200) latency_ns_.push_back(steadyNs() - t);
-        ::usleep(static_cast<useconds_t>(pause_ms_) * 1000);
-      }
-    });
-  }
-  // Stops and returns the latencies.
-  std::vector<int64_t> finish() {
-    stop_ = true;
-    thread_.join();
-    return latency_ns_;
-  }
-
- private:
-  uint16_t port_;
-  std::string path_;
-  int pause_ms_;
-  std::atomic<bool> stop_{false};
-  std::vector<int64_t> latency_ns_;
-  std::thread thread_;
-};
-
-// CPU seconds per aggregator thread between two snapshots, busiest first, and how the ingest
-// thread (the one that stores and acks) spent the wall time: on a CPU, waiting for one, or
-// blocked (SQLite I/O, the store lock, or idle in zmq_poll when nothing is queued).
-struct CpuDelta {
-  double total = 0;
-  double main = 0;  // the main thread: HTTP API and verdict ticks
-  double ingest_cpu = 0, ingest_runqueue = 0;
-  std::string top;  // "name 1.23 s, ..."
-};
-CpuDelta cpuDelta(const std::map<int, ThreadTime>& before, const std::map<int, ThreadTime>& after, int pid) {
-  CpuDelta d;
-  std::vector<std::pair<double, std::string>> threads;
-  for (const auto& [tid, t] : after) {
-    auto it = before.find(tid);
-    double s = double(t.on_cpu_ns - (it == before.end() ? 0 : it->second.on_cpu_ns)) / 1e9;
-    double q = double(t.runqueue_ns - (it == before.end() ? 0 : it->second.runqueue_ns)) / 1e9;
-    d.total += s;
-    // The unnamed non-main thread of the aggregator's own is the ingest loop (zmq threads are ZMQbg/...).
-    bool ingest = tid != pid && t.name.rfind("ZMQbg", 0) != 0;
-    if (tid == pid) d.main = s;
-    if (ingest) {
-      d.ingest_cpu += s;
-      d.ingest_runqueue += q;
-    }
-    threads.push_back({s, tid == pid ? "main/http+verdicts" : ingest ? "ingest" : t.name});
-  }
-  std::sort(threads.rbegin(), threads.rend());
-  for (size_t k = 0; k < threads.size() && k < 3; ++k) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%s %.2f s", k ? ", " : "", threads[k].second.c_str(), threads[k].first);
-    d.top += buf;
-  }
-  return d;
-}
-
-// "ingest thread on-cpu 45 %, waiting for a cpu 10 %, blocked 45 %" over `wall_s`.
-std::string ingestShare(const CpuDelta& d, double wall_s) {
-  if (wall_s <= 0) return "";
-  char buf[160];
-  double on = 100 * d.ingest_cpu / wall_s, q = 100 * d.ingest_runqueue / wall_s;
-  std::snprintf(buf, sizeof buf, "ingest thread on a cpu %.0f %%, runnable but waiting for one %.0f %%, blocked %.0f %%",
-                on, q, std::max(0.0, 100 - on - q));
-  return buf;
-}
-
 struct RunOptions {
   std::string endpoint, server_key_file, keys_dir, token_file, sample_dir, rules_dir, prefix = "gpu-n";
   std::string peer_host = "gpu-peer", job_id = "900001";
@@ -592,7 +137,7 @@ int cmdRun(const RunOptions& o) {
   }
   common::RuleEngine engine(loaded.rules);
   std::string error;
-  auto sample = bench::loadCascadeSample(o.sample_dir, engine, &error);
+  auto sample = loadCascadeSample(o.sample_dir, engine, &error);
   if (!sample) {
     std::fprintf(stderr, "aggregator_load: %s\n", error.c_str());
     return 2;
@@ -626,14 +171,14 @@ int cmdRun(const RunOptions& o) {
   const int64_t job_start_ns = sample->job.start_ns + shift_ns;
 
   zmq::context_t ctx(static_cast<int>(o.io_threads), static_cast<int>(o.agents + 64));
-  DriverOptions dopt;
+  SimFleetOptions dopt;
   dopt.endpoint = o.endpoint;
   dopt.server_key = server_key;
   dopt.ruleset_version = loaded.rules->version;
   dopt.in_flight = o.in_flight;
   dopt.ack_timeout_ns = static_cast<int64_t>(o.ack_timeout_ms * kMs);
   dopt.heartbeat_ns = static_cast<int64_t>(o.heartbeat_ms * kMs);
-  Driver driver(ctx, dopt);
+  SimFleet sim(ctx, dopt);
 
   auto makeAgent = [&](const std::string& host, const std::string& sample_host, size_t batches) -> std::optional<size_t> {
     auto keys = readKeyPair(o.keys_dir, host);
@@ -641,7 +186,7 @@ int cmdRun(const RunOptions& o) {
       std::fprintf(stderr, "aggregator_load: no key pair for %s in %s\n", host.c_str(), o.keys_dir.c_str());
       return std::nullopt;
     }
-    Agent a;
+    SimAgent a;
     a.host = host;
     a.boot_id = "b00710ad-" + host;
     a.public_key = keys->first;
@@ -649,7 +194,7 @@ int cmdRun(const RunOptions& o) {
     a.inventory = sample->inventory[sample_host];
     a.inventory.collected_ns = wallNs();
     buildBatches(a, sample->by_node[sample_host], sample_host, shift_ns, batches, o.per_batch, loaded.rules->version);
-    return driver.add(std::move(a));
+    return sim.add(std::move(a));
   };
   const int64_t t_build = steadyNs();
   std::vector<size_t> fleet, outside;  // outside: the agents not in the judged job
@@ -699,30 +244,37 @@ int cmdRun(const RunOptions& o) {
   bool ok = true;
 
   // 1. Peer: one sender, the same kind of batches, on the idle aggregator.
-  driver.connect(*peer);
-  if (!driver.sendFirstHeartbeats({*peer}, deadline) || !waitAgents(1, deadline)) {
+  sim.connect(*peer);
+  if (!sim.sendFirstHeartbeats({*peer}, deadline) || !waitAgents(1, deadline)) {
     std::fprintf(stderr, "aggregator_load: the peer agent did not get through (keys? allow-list?)\n");
     return 1;
   }
-  PhaseStats peer_st = driver.run({*peer}, peer_batches, 0, deadline);
+  PhaseStats peer_st = sim.run({*peer}, peer_batches, 0, deadline);
   printPhase("peer", peer_st);
   std::fflush(stdout);
 
   // 2. Connect the fleet: every Curve handshake, ZAP check and first heartbeat stored.
   const int64_t overflows0 = listenOverflows();
+  auto conn_cpu0 = threadTimes(o.aggregator_pid);
+  const double conn_self0 = selfCpu();
   const int64_t t_conn = steadyNs();
-  for (size_t i : fleet) driver.connect(i);
-  bool sent = driver.sendFirstHeartbeats(fleet, deadline);
+  for (size_t i : fleet) sim.connect(i);
+  bool sent = sim.sendFirstHeartbeats(fleet, deadline);
   bool stored = sent && waitAgents(static_cast<int64_t>(o.agents) + 1, deadline);
   const double connect_s = double(steadyNs() - t_conn) / 1e9;
   std::vector<int64_t> handshake_ns;
   for (size_t i : fleet)
-    if (driver.agent(i).connected_ns) handshake_ns.push_back(driver.agent(i).connected_ns - t_conn);
+    if (sim.agent(i).connected_ns) handshake_ns.push_back(sim.agent(i).connected_ns - t_conn);
   std::printf("connect   %5zu agents: handshake (TCP, Curve, ZAP) done p50 %.2f s, p99 %.2f s, max %.2f s; all first "
               "heartbeats stored after %.2f s; TCP listen-queue overflows %lld%s\n",
               o.agents, percentileMs(handshake_ns, 0.5) / 1e3, percentileMs(handshake_ns, 0.99) / 1e3,
               percentileMs(handshake_ns, 1.0) / 1e3, connect_s,
               static_cast<long long>(listenOverflows() - overflows0), stored ? "" : "  INCOMPLETE (deadline)");
+  if (o.aggregator_pid > 0) {
+    auto d = cpuDelta(conn_cpu0, threadTimes(o.aggregator_pid), o.aggregator_pid);
+    std::printf("          cpu over %.2f s: aggregator %.2f s (%s), load generator %.2f s\n", connect_s, d.total,
+                d.top.c_str(), selfCpu() - conn_self0);
+  }
   std::fflush(stdout);
   if (!stored) return 1;
 
@@ -739,7 +291,7 @@ int cmdRun(const RunOptions& o) {
   auto cpu0 = threadTimes(o.aggregator_pid);
   double self0 = selfCpu();
   auto probe = std::make_unique<Prober>(o.http_port, "/jobs/" + o.job_id, 50);
-  PhaseStats st = driver.run(fleet, o.batches, static_cast<int64_t>(o.spread_ms * kMs), deadline);
+  PhaseStats st = sim.run(fleet, o.batches, static_cast<int64_t>(o.spread_ms * kMs), deadline);
   auto probe_cascade = probe->finish();
   auto cpu1 = threadTimes(o.aggregator_pid);
   double self1 = selfCpu();
@@ -749,7 +301,7 @@ int cmdRun(const RunOptions& o) {
     auto d = cpuDelta(cpu0, cpu1, o.aggregator_pid);
     std::printf("          cpu over %.2f s: aggregator %.2f s (%s), load generator %.2f s; %s; GET /jobs/%s p50 %.0f "
                 "ms, max %.0f ms\n",
-                st.seconds(), d.total, d.top.c_str(), self1 - self0, ingestShare(d, st.seconds()).c_str(),
+                st.seconds(), d.total, d.top.c_str(), self1 - self0, ingestShare(d, st.seconds(), st.batches + st.resends).c_str(),
                 o.job_id.c_str(), percentileMs(probe_cascade, 0.5), percentileMs(probe_cascade, 1.0));
   }
   std::fflush(stdout);
@@ -806,7 +358,7 @@ int cmdRun(const RunOptions& o) {
   if (!outside.empty() && o.after_batches > 0) {
     auto c0 = threadTimes(o.aggregator_pid);
     auto probe_after = std::make_unique<Prober>(o.http_port, "/jobs/" + o.job_id, 50);
-    after_st = driver.run(outside, o.after_batches, 0, deadline);
+    after_st = sim.run(outside, o.after_batches, 0, deadline);
     auto lat = probe_after->finish();
     auto c1 = threadTimes(o.aggregator_pid);
     std::string m2 = getMetrics();
@@ -819,7 +371,7 @@ int cmdRun(const RunOptions& o) {
       std::printf("          cpu over %.2f s: aggregator %.2f s (%s), main thread busy %.0f %%; %s; verdict ticks "
                   "that wrote a revision %.0f (%.2f s); GET /jobs/%s p50 %.0f ms, max %.0f ms\n",
                   after_st.seconds(), d.total, d.top.c_str(),
-                  after_st.seconds() > 0 ? 100 * d.main / after_st.seconds() : 0, ingestShare(d, after_st.seconds()).c_str(),
+                  after_st.seconds() > 0 ? 100 * d.main / after_st.seconds() : 0, ingestShare(d, after_st.seconds(), after_st.batches + after_st.resends).c_str(),
                   ticks, tick_s, o.job_id.c_str(), percentileMs(lat, 0.5), percentileMs(lat, 1.0));
     }
   }
