@@ -1,7 +1,7 @@
 // aggregator_load: drives the real faultline-aggregator binary with thousands of simulated agents
 // through a fleet-wide cascade and reports ingest rate, send->ack latency and the time from a
-// large job's end to its stored verdict (bench/README.md, "aggregator load"; run it with
-// bench/aggregator_load.sh, which makes the keys and starts the aggregator).
+// large job's end to its stored verdict (bench/README.md, "the aggregator under a fleet-wide
+// cascade"; run it with bench/aggregator_load.sh, which makes the keys and starts the aggregator).
 //
 //   aggregator_load keygen DIR --agents N        DIR/keys/HOST.{key,pub}, DIR/allow/HOST.pub
 //   aggregator_load run --endpoint E --server-key F --keys DIR --http-port P --token-file T ...
