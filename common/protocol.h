@@ -4,6 +4,7 @@
 //   "batch"     agent -> aggregator   payload: packed Cap'n Proto SymptomBatch (common/wire.h)
 //   "heartbeat" agent -> aggregator   payload: packed Cap'n Proto Heartbeat
 //   "ack"       aggregator -> agent   payload: agent id bytes + sequence (u64 little-endian)
+//   "relay"     site aggregator -> central   payload: packed Cap'n Proto RelayBatch, acked
 // "batch+zstd" / "heartbeat+zstd": the same payload compressed as one zstd frame (agents with
 // `compression: zstd`). Receivers accept both forms; unwrapPayload() undoes the suffix.
 // Shared by the agent and the aggregator. Pure functions; decoding never throws and validates
@@ -35,6 +36,8 @@ struct SourceHealth {
 inline constexpr std::string_view kTypeBatch = "batch";
 inline constexpr std::string_view kTypeHeartbeat = "heartbeat";
 inline constexpr std::string_view kTypeAck = "ack";
+// A site relay's RelayBatch (common/relay_wire.h), acked like a batch; only from relay keys.
+inline constexpr std::string_view kTypeRelay = "relay";
 inline constexpr std::string_view kZstdSuffix = "+zstd";
 inline constexpr std::string_view kTypeBatchZstd = "batch+zstd";
 inline constexpr std::string_view kTypeHeartbeatZstd = "heartbeat+zstd";

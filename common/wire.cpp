@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "common/schema/faultline.capnp.h"
+#include "common/wire_detail.h"
 
 namespace faultline::common {
 
@@ -16,7 +16,27 @@ schema::Role toWire(Role r) { return static_cast<schema::Role>(static_cast<uint1
 schema::SubDomain toWire(SubDomain d) { return static_cast<schema::SubDomain>(static_cast<uint16_t>(d)); }
 schema::Severity toWire(Severity s) { return static_cast<schema::Severity>(static_cast<uint16_t>(s)); }
 
-void fill(schema::Symptom::Builder b, const Symptom& s) {
+}  // namespace
+
+namespace wire_detail {
+
+std::string TextReader::operator()(capnp::Text::Reader t, const char* what) const {
+  if (t.size() > limits.max_text) throw std::runtime_error(std::string("oversized ") + what);
+  // A Cap'n Proto Text may hold a NUL before its terminator; as a std::string it would then
+  // mean one thing here and another (cut at the NUL) once re-encoded or bound as a C string,
+  // so no consumer of a decoded message ever sees one (found by tests/fuzz/fuzz_decode.cpp).
+  if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
+  return std::string(t.cStr(), t.size());
+}
+
+std::string packToString(capnp::MessageBuilder& message) {
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, message);
+  auto bytes = out.getArray();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+void fillSymptom(schema::Symptom::Builder b, const Symptom& s) {
   b.setRuleId(s.rule_id);
   b.setSymptom(s.symptom);
   b.setSubDomain(toWire(s.sub_domain));
@@ -45,7 +65,47 @@ void fill(schema::Symptom::Builder b, const Symptom& s) {
   b.setSourceKind(std::string(sourceKindName(s.source_kind)));
 }
 
-}  // namespace
+Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text) {
+  Symptom s;
+  s.rule_id = text(b.getRuleId(), "ruleId");
+  if (s.rule_id.empty()) throw std::runtime_error("symptom without rule id");
+  s.symptom = text(b.getSymptom(), "symptom");
+  auto sd = static_cast<uint16_t>(b.getSubDomain());
+  auto role = static_cast<uint16_t>(b.getRole());
+  auto sev = static_cast<uint16_t>(b.getSeverity());
+  if (sd > static_cast<uint16_t>(SubDomain::kApplication) || role > 3 || sev > 3)
+    throw std::runtime_error("bad enum");
+  s.sub_domain = static_cast<SubDomain>(sd);
+  s.role = static_cast<Role>(role);
+  s.severity = static_cast<Severity>(sev);
+  s.category = text(b.getCategory(), "category");
+  s.node = text(b.getNode(), "node");
+  s.device = text(b.getDevice(), "device");
+  s.source = text(b.getSource(), "source");
+  s.first_ns = b.getFirstNs();
+  s.last_ns = b.getLastNs();
+  s.time_known = b.getTimeKnown();
+  if (s.time_known && (s.first_ns < 0 || s.last_ns < s.first_ns)) throw std::runtime_error("bad timestamp");
+  s.count = b.getCount();
+  if (s.count == 0) throw std::runtime_error("zero count");
+  for (auto e : b.getEvidence()) {
+    if (s.evidence.size() >= Symptom::kMaxEvidence) break;
+    s.evidence.push_back(text(e, "evidence"));
+  }
+  for (auto f : b.getFields()) s.fields[text(f.getKey(), "field")] = text(f.getValue(), "field");
+  s.summary = text(b.getSummary(), "summary");
+  s.boot_id = text(b.getBootId(), "bootId");
+  s.fallback_root = b.getFallbackRoot();
+  std::string kind = text(b.getSourceKind(), "sourceKind");
+  s.source_kind = SourceKind::kApplication;
+  for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager})
+    if (kind == sourceKindName(k)) s.source_kind = k;
+  return s;
+}
+
+}  // namespace wire_detail
+
+using wire_detail::TextReader;
 
 std::string encodeBatch(const SymptomBatchData& batch) {
   capnp::MallocMessageBuilder message;
@@ -59,7 +119,8 @@ std::string encodeBatch(const SymptomBatchData& batch) {
   root.setRulesetVersion(h.ruleset_version);
   root.setCreatedNs(h.created_ns);
   auto list = root.initSymptoms(static_cast<unsigned>(batch.symptoms.size()));
-  for (size_t i = 0; i < batch.symptoms.size(); ++i) fill(list[static_cast<unsigned>(i)], batch.symptoms[i]);
+  for (size_t i = 0; i < batch.symptoms.size(); ++i)
+    wire_detail::fillSymptom(list[static_cast<unsigned>(i)], batch.symptoms[i]);
   auto srcs = root.initSources(static_cast<unsigned>(batch.sources.size()));
   for (size_t i = 0; i < batch.sources.size(); ++i) {
     const auto& c = batch.sources[i];
@@ -72,10 +133,7 @@ std::string encodeBatch(const SymptomBatchData& batch) {
     b.setStatus(c.status);
     b.setReason(c.reason);
   }
-  kj::VectorOutputStream out;
-  capnp::writePackedMessage(out, message);
-  auto bytes = out.getArray();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  return wire_detail::packToString(message);
 }
 
 std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::string* reason,
@@ -97,14 +155,7 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
     opts.nestingLimit = limits.nesting;
     capnp::PackedMessageReader message(in, opts);
     auto root = message.getRoot<schema::SymptomBatch>();
-    // A Cap'n Proto Text may hold a NUL before its terminator; as a std::string it would then
-    // mean one thing here and another (cut at the NUL) once re-encoded or bound as a C string,
-    // so no consumer of a decoded batch ever sees one (found by tests/fuzz/fuzz_decode.cpp).
-    auto text = [&](capnp::Text::Reader t, const char* what) {
-      if (t.size() > limits.max_text) throw std::runtime_error(std::string("oversized ") + what);
-      if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
-      return std::string(t.cStr(), t.size());
-    };
+    TextReader text{limits};
     auto& h = out.header;
     h.agent_id = text(root.getAgentId(), "agentId");
     h.hostname = text(root.getHostname(), "hostname");
@@ -115,43 +166,7 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
     h.created_ns = root.getCreatedNs();
     auto list = root.getSymptoms();
     if (list.size() > limits.max_symptoms) throw std::runtime_error("too many symptoms");
-    for (auto b : list) {
-      Symptom s;
-      s.rule_id = text(b.getRuleId(), "ruleId");
-      if (s.rule_id.empty()) throw std::runtime_error("symptom without rule id");
-      s.symptom = text(b.getSymptom(), "symptom");
-      auto sd = static_cast<uint16_t>(b.getSubDomain());
-      auto role = static_cast<uint16_t>(b.getRole());
-      auto sev = static_cast<uint16_t>(b.getSeverity());
-      if (sd > static_cast<uint16_t>(SubDomain::kApplication) || role > 3 || sev > 3)
-        throw std::runtime_error("bad enum");
-      s.sub_domain = static_cast<SubDomain>(sd);
-      s.role = static_cast<Role>(role);
-      s.severity = static_cast<Severity>(sev);
-      s.category = text(b.getCategory(), "category");
-      s.node = text(b.getNode(), "node");
-      s.device = text(b.getDevice(), "device");
-      s.source = text(b.getSource(), "source");
-      s.first_ns = b.getFirstNs();
-      s.last_ns = b.getLastNs();
-      s.time_known = b.getTimeKnown();
-      if (s.time_known && (s.first_ns < 0 || s.last_ns < s.first_ns)) throw std::runtime_error("bad timestamp");
-      s.count = b.getCount();
-      if (s.count == 0) throw std::runtime_error("zero count");
-      for (auto e : b.getEvidence()) {
-        if (s.evidence.size() >= Symptom::kMaxEvidence) break;
-        s.evidence.push_back(text(e, "evidence"));
-      }
-      for (auto f : b.getFields()) s.fields[text(f.getKey(), "field")] = text(f.getValue(), "field");
-      s.summary = text(b.getSummary(), "summary");
-      s.boot_id = text(b.getBootId(), "bootId");
-      s.fallback_root = b.getFallbackRoot();
-      std::string kind = text(b.getSourceKind(), "sourceKind");
-      s.source_kind = SourceKind::kApplication;
-      for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager})
-        if (kind == sourceKindName(k)) s.source_kind = k;
-      out.symptoms.push_back(std::move(s));
-    }
+    for (auto b : list) out.symptoms.push_back(wire_detail::readSymptom(b, text));
     for (auto b : root.getSources()) {
       CoverageEntry c;
       c.node = text(b.getNode(), "node");

@@ -16,25 +16,44 @@ bool isZ85Key(const std::string& z85) {
   return zmq_z85_decode(raw, z85.c_str()) != nullptr;
 }
 
-AllowList loadAllowList(const std::string& dir, std::vector<std::string>* errors) {
-  AllowList list;
-  std::error_code ec;
+namespace {
+
+std::vector<fs::path> pubFiles(const fs::path& dir, std::error_code& ec) {
   std::vector<fs::path> files;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".pub") files.push_back(it->path());
+  std::sort(files.begin(), files.end());  // deterministic winner reports for duplicates
+  return files;
+}
+
+}  // namespace
+
+AllowList loadAllowList(const std::string& dir, std::vector<std::string>* errors) {
+  AllowList list;
+  std::error_code ec;
+  std::vector<fs::path> files = pubFiles(dir, ec);
   if (ec) {
     errors->push_back(dir + ": " + ec.message());
     return list;
   }
-  std::sort(files.begin(), files.end());  // deterministic winner reports for duplicates
+  // Site relays (optional subdirectory): named "relay:SITE", which no hostname can be.
+  std::vector<fs::path> relays;
+  if (fs::path sub = fs::path(dir) / "relays"; fs::is_directory(sub, ec)) {
+    relays = pubFiles(sub, ec);
+    if (ec) errors->push_back(sub.string() + ": " + ec.message());
+  }
+  const size_t first_relay = files.size();
+  files.insert(files.end(), relays.begin(), relays.end());
   std::map<std::string, std::string> first_file;  // key -> file that filed it first
   std::vector<std::string> duplicated;
-  for (const auto& path : files) {
-    std::string host = path.stem().string();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& path = files[i];
+    bool relay = i >= first_relay;
+    std::string host = (relay ? std::string(kRelayPrefix) : "") + path.stem().string();
     std::ifstream in(path);
     std::string key, extra;
     in >> key >> extra;  // one token, nothing after it (a trailing newline is fine)
-    if (host.empty() || !in.eof() || !extra.empty() || !isZ85Key(key)) {
+    if (path.stem().empty() || !in.eof() || !extra.empty() || !isZ85Key(key)) {
       errors->push_back(path.string() + ": not one Z85 public key (40 characters)");
       continue;
     }

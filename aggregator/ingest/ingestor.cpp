@@ -30,6 +30,25 @@ IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view au
   return ingest(*batch, authenticated_agent);
 }
 
+IngestResult Ingestor::ingestRelayBytes(std::string_view payload, std::string_view authenticated_site,
+                                        uint64_t* sequence) {
+  std::string reason;
+  auto batch = common::decodeRelayBatch(payload.data(), payload.size(), &reason, limits_);
+  if (!batch) return reject("relay: decode: " + reason);
+  if (sequence) *sequence = batch->sequence;
+  if (batch->site_id != authenticated_site) return reject("relay: site mismatch");
+  int64_t t0 = clock_.steadyNs();
+  auto r = store_.ingestRelay(*batch, authenticated_site);
+  if (r.status == IngestResult::Status::kRejected) return reject(r.reason);
+  metrics_.observe("faultline_relay_ingest_seconds", double(clock_.steadyNs() - t0) / 1e9);
+  metrics_.add("faultline_relay_batches_total", "result", std::string(ingestStatusName(r.status)));
+  if (r.status == IngestResult::Status::kStored) {
+    metrics_.add("faultline_relay_verdicts_total", "", "", batch->verdicts.size());
+    if (r.symptoms) metrics_.add("faultline_relay_symptoms_total", "", "", r.symptoms);
+  }
+  return r;
+}
+
 IngestResult Ingestor::ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   int64_t t0 = clock_.steadyNs();
   auto r = store_.ingestBatch(batch, authenticated_agent);

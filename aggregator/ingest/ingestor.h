@@ -12,6 +12,7 @@
 #include "aggregator/clock.h"
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
+#include "common/relay_wire.h"
 #include "common/wire.h"
 
 namespace faultline::aggregator {
@@ -26,6 +27,11 @@ class Ingestor {
   IngestResult ingestBytes(std::string_view payload, std::string_view authenticated_agent,
                            std::string_view authenticated_host = {}, uint64_t* sequence = nullptr);
   IngestResult ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // A site relay's RelayBatch ("relay" frames): `authenticated_site` is the site name of the
+  // relay's key (relays/SITE.pub); a batch claiming another site is rejected ("relay: site
+  // mismatch"). `sequence` gets the batch's sequence once decoded.
+  IngestResult ingestRelayBytes(std::string_view payload, std::string_view authenticated_site,
+                                uint64_t* sequence = nullptr);
   bool heartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
   // Counts a message rejected before it reached decoding (frame count, size, unknown type, ...).
   void countReject(const std::string& reason);

@@ -53,6 +53,9 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
   metrics_.describe("faultline_acks_total", "acks sent (stored or duplicate batches)");
   metrics_.describe("faultline_allowlist_reloads_total", "allow-list loads, by result");
   metrics_.describe("faultline_ingest_log_suppressed_total", "reject log lines left out by the rate limit");
+  metrics_.describe("faultline_relay_batches_total", "site relay batches received, by result");
+  metrics_.describe("faultline_relay_verdicts_total", "verdict revisions received from site relays");
+  metrics_.describe("faultline_relay_symptoms_total", "symptom summaries received from site relays");
 }
 
 ZmqEndpoint::~ZmqEndpoint() {
@@ -219,9 +222,15 @@ void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
   auto type = plain.type;
   auto payload = plain.payload;
 
-  if (type == common::kTypeBatch) {
+  const bool relay = host.starts_with(kRelayPrefix);
+  if (relay != (type == common::kTypeRelay)) {
+    // A site's key speaks only "relay"; a node's key never does.
+    return reject(relay ? "relay: not a relay message" : "relay: not a relay key", who, printable(type));
+  }
+  if (type == common::kTypeBatch || type == common::kTypeRelay) {
     uint64_t sequence = 0;
-    auto r = ingestor_.ingestBytes(payload, routing_id, host, &sequence);
+    auto r = relay ? ingestor_.ingestRelayBytes(payload, std::string_view(host).substr(kRelayPrefix.size()), &sequence)
+                   : ingestor_.ingestBytes(payload, routing_id, host, &sequence);
     if (r.status == IngestResult::Status::kRejected) {
       // Counted by the Ingestor; only logged here.
       return reject("", who, r.reason);

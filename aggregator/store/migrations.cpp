@@ -129,6 +129,23 @@ CREATE INDEX node_events_by_time ON node_events(time_ns);
 
 CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 )sql",
+    // 2: site relay. At a central aggregator, jobs relayed from a site carry the site's name (the
+    // central never judges them itself). At a site, verdict revisions wait in relay_pending
+    // (filled by a trigger while the relay is on) until they are packed into relay_outbox, whose
+    // batches stay until the central acknowledges them.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN site TEXT NOT NULL DEFAULT '';
+CREATE TABLE relay_pending(
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  revision INTEGER NOT NULL);
+CREATE TABLE relay_outbox(
+  seq INTEGER PRIMARY KEY,
+  created_ns INTEGER NOT NULL,
+  max_severity INTEGER NOT NULL,
+  items INTEGER NOT NULL,
+  payload BLOB NOT NULL);
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

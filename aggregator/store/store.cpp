@@ -348,7 +348,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, ntasks_per_node, "
-    "source, updated_ns, end_recorded_ns";
+    "source, updated_ns, end_recorded_ns, site";
 
 JobRow jobFromRow(Stmt& s, sqlite3* db) {
   JobRow j;
@@ -364,6 +364,7 @@ JobRow jobFromRow(Stmt& s, sqlite3* db) {
   j.source = s.text(9);
   j.updated_ns = s.i64(10);
   j.end_recorded_ns = s.i64(11);
+  j.site = s.text(12);
   Stmt n(db, "SELECT node FROM job_nodes WHERE job_id = ? ORDER BY position");
   n.bind(1, j.info.job_id);
   while (n.step() == SQLITE_ROW) j.info.nodes.push_back(n.text(0));
@@ -496,7 +497,7 @@ std::vector<JobRow> Store::jobs(const JobFilter& f) {
 
 std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
   std::lock_guard lock(mu_);
-  Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs j WHERE j.terminal_state NOT IN ('', 'success') AND NOT "
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs j WHERE j.terminal_state NOT IN ('', 'success') AND j.site = '' AND NOT "
                                  "EXISTS (SELECT 1 FROM verdicts v WHERE v.job_id = j.job_id) "
                                  "ORDER BY j.end_ns, j.job_id LIMIT ?",
                                  kJobColumns));
@@ -512,7 +513,7 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
   Stmt s(db_->get(),
          "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 "
          "AND (j.start_ns = 0 OR j.start_ns - ?4 <= ?3) AND (j.end_ns = 0 OR j.end_ns + ?5 >= ?2) "
-         "AND (j.start_ns > 0 OR j.end_ns > 0) ORDER BY j.start_ns, j.job_id");
+         "AND (j.start_ns > 0 OR j.end_ns > 0) AND j.site = '' ORDER BY j.start_ns, j.job_id");
   s.bind(1, node).bind(2, from_ns).bind(3, to_ns).bind(4, pre_ns).bind(5, post_ns);
   std::vector<std::string> out;
   while (s.step() == SQLITE_ROW) out.push_back(s.text(0));
@@ -654,7 +655,9 @@ std::vector<VerdictRow> Store::verdictHistory(const std::string& job_id) {
 
 std::vector<VerdictRow> Store::openVerdicts() {
   std::lock_guard lock(mu_);
-  Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE latest = 1 AND status = 'provisional' ORDER BY job_id",
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts v WHERE latest = 1 AND status = 'provisional' AND NOT "
+                                 "EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = v.job_id AND j.site != '') "
+                                 "ORDER BY job_id",
                                  kVerdictColumns));
   std::vector<VerdictRow> out;
   while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));

@@ -23,6 +23,7 @@
 #include "aggregator/clock.h"
 #include "common/diagnosis.h"
 #include "common/job.h"
+#include "common/relay_wire.h"
 #include "common/symptom.h"
 #include "common/wire.h"
 
@@ -118,6 +119,7 @@ struct JobRow {
   std::string source;          // who last updated it: cli|http|sacct|import
   int64_t updated_ns = 0;
   int64_t end_recorded_ns = 0;  // aggregator clock when the end was first recorded
+  std::string site;             // "" = this aggregator's own job; else relayed from that site
   bool ended() const { return !terminal_state.empty(); }
   bool failed() const { return ended() && terminal_state != "success"; }
 };
@@ -162,6 +164,34 @@ struct NodeEvent {
   std::string kind;    // agent_seen | boot | source | blamed
   std::string detail;
   std::string job_id;
+};
+
+// ---- site relay (aggregator/relay/) ----
+
+struct RelayCollectOptions {
+  std::string site_id;
+  std::string ruleset_version;
+  bool symptoms = false;            // also forward per-node symptom summaries
+  size_t max_items = 500;           // per relay batch
+  uint64_t max_outbox_bytes = 256ull << 20;  // bound: lowest-severity, oldest batches go first
+};
+
+struct RelayCollectResult {
+  uint64_t sequence = 0;  // 0 = nothing new
+  size_t verdicts = 0, node_events = 0, symptoms = 0;
+  size_t bytes = 0;
+  uint64_t dropped_batches = 0;  // by the bound, in this call
+};
+
+struct RelayOutboxStats {
+  uint64_t batches = 0, bytes = 0, dropped_batches = 0, dropped_items = 0, next_sequence = 1;
+};
+
+struct RelayOutboxBatch {
+  uint64_t sequence = 0;
+  int max_severity = 0;  // common::Severity
+  uint32_t items = 0;
+  std::string payload;
 };
 
 struct StoreCounts {
@@ -231,6 +261,21 @@ class Store {
   // their verdicts) that ended before `job_cutoff_ns`, in one short transaction. Returns the rows
   // deleted; call again while it returns max_rows so ingest can interleave.
   size_t pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows);
+
+  // Site relay, sending side. On: every new verdict revision is queued (in the transaction that
+  // stores it) for the central, and the first time also every revision already stored. Off: the
+  // queue is dropped and nothing more is queued.
+  bool setRelayCapture(bool on, std::string* error);
+  // Packs what is new since the last call (queued verdict revisions, node events, and symptom
+  // summaries when asked) into one RelayBatch in the outbox, in one transaction with the
+  // watermarks, so a crash neither loses nor repeats an item.
+  std::optional<RelayCollectResult> relayCollect(const RelayCollectOptions& o, std::string* error);
+  std::vector<RelayOutboxBatch> relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude);
+  bool relayAck(uint64_t sequence);
+  RelayOutboxStats relayOutboxStats();
+  // Site relay, receiving side (the central aggregator): stores a site's batch once, keyed by
+  // (site, sequence). Verdicts keep the site's revision numbers under the job id "SITE:JOBID".
+  IngestResult ingestRelay(const common::RelayBatchData& batch, std::string_view authenticated_site);
 
   StoreCounts counts();
   int schemaVersion();

@@ -192,3 +192,45 @@ struct HcaPort {
   state @3 :Text;               # "ACTIVE", "DOWN", … (from ports/N/state)
   linkLayer @4 :Text;           # "InfiniBand" | "Ethernet"
 }
+
+# Site relay -> central aggregator (frame type "relay" / "relay+zstd", acked like "batch"; see
+# docs/operations.md "Edge sites"). An edge site's aggregator stores and judges locally and sends
+# upstream only what the central view needs: its verdict revisions, its node history and,
+# optionally, per-node symptom summaries.
+struct RelayBatch {
+  siteId @0 :Text;              # the site's name: its key file at the central is relays/SITE.pub
+  sequence @1 :UInt64;          # per site, strictly increasing (dedup key at the central)
+  createdNs @2 :Int64;          # UTC ns since epoch
+  aggregatorVersion @3 :Text;
+  rulesetVersion @4 :Text;
+  verdicts @5 :List(RelayVerdict);
+  nodeEvents @6 :List(RelayNodeEvent);
+  symptoms @7 :List(Symptom);   # summaries: one per (node, rule, device) with summed counts and
+                                # the first evidence line only
+}
+
+# One verdict revision of one job at the site, with the job it judges.
+struct RelayVerdict {
+  jobId @0 :Text;               # the site's Slurm job id (the central keys it as "SITE:JOBID")
+  state @1 :Text;               # Slurm state
+  exitCode @2 :Text;
+  startNs @3 :Int64;
+  endNs @4 :Int64;
+  nodelist @5 :Text;            # Slurm hostlist ("gpu-a[01-16]"): compact on a thin link
+  timeLimitSec @6 :Int64;
+  revision @7 :UInt32;
+  createdNs @8 :Int64;
+  status @9 :Text;              # provisional | final
+  reason @10 :Text;             # job_end | settle | late_symptoms | reported | timeout
+  missingNodes @11 :List(Text);
+  diagnosisJson @12 :Text;      # the diagnosis exactly as the site stores and serves it
+  symptoms @13 :UInt32;         # symptoms the site judged on
+}
+
+struct RelayNodeEvent {
+  node @0 :Text;
+  timeNs @1 :Int64;
+  kind @2 :Text;                # agent_seen | boot | source | blamed
+  detail @3 :Text;
+  jobId @4 :Text;               # the site's job id ("" if none)
+}

@@ -1,0 +1,384 @@
+// The Store's site-relay half (store.h, "site relay"): the sending side's queue and outbox, and
+// the receiving side's ingest of a site's RelayBatch. Same rules as store.cpp: one transaction per
+// call, bound parameters only, errors returned.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "aggregator/store/sqlite.h"
+#include "aggregator/store/store.h"
+#include "common/hostlist.h"
+
+namespace faultline::aggregator {
+
+using nlohmann::json;
+using sql::Stmt;
+
+namespace {
+
+constexpr const char* kCaptureTrigger =
+    "CREATE TRIGGER IF NOT EXISTS relay_capture AFTER INSERT ON verdicts BEGIN "
+    "INSERT INTO relay_pending(job_id, revision) VALUES (NEW.job_id, NEW.revision); END";
+
+// Per (node, rule, device): one summary with the summed count, the whole time span and the
+// first evidence line — what the central's fleet view needs, a fraction of the bytes.
+std::vector<common::Symptom> summarise(std::vector<common::Symptom> in) {
+  std::map<std::tuple<std::string, std::string, std::string>, common::Symptom> groups;
+  for (auto& s : in) {
+    auto key = std::make_tuple(s.node, s.rule_id, s.device);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      if (s.evidence.size() > 1) s.evidence.resize(1);
+      groups.emplace(std::move(key), std::move(s));
+      continue;
+    }
+    auto& g = it->second;
+    g.count = static_cast<uint32_t>(std::min<uint64_t>(uint64_t(g.count) + s.count, UINT32_MAX));
+    if (s.time_known && g.time_known) {
+      g.first_ns = std::min(g.first_ns, s.first_ns);
+      g.last_ns = std::max(g.last_ns, s.last_ns);
+    } else if (s.time_known) {
+      g.first_ns = s.first_ns;
+      g.last_ns = s.last_ns;
+      g.time_known = true;
+    }
+    g.severity = std::max(g.severity, s.severity);
+  }
+  std::vector<common::Symptom> out;
+  out.reserve(groups.size());
+  for (auto& [k, s] : groups) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace
+
+bool Store::setRelayCapture(bool on, std::string* error) {
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
+    *error = "store: " + db_->errmsg();
+    return false;
+  }
+  Stmt seeded(db_->get(), "SELECT value FROM meta WHERE key = 'relay.seeded'");
+  bool was_seeded = seeded.step() == SQLITE_ROW && seeded.i64(0) != 0;
+  if (on) {
+    if (!db_->exec(kCaptureTrigger, error)) return false;
+    if (!was_seeded) {
+      // First time on: every revision already stored goes up too (the central ignores a
+      // revision it already has).
+      if (!db_->exec("INSERT INTO relay_pending(job_id, revision) SELECT job_id, revision FROM verdicts "
+                     "ORDER BY created_ns, job_id, revision",
+                     error) ||
+          !db_->exec("INSERT OR REPLACE INTO meta(key, value) VALUES('relay.seeded', 1)", error))
+        return false;
+    }
+  } else {
+    if (!db_->exec("DROP TRIGGER IF EXISTS relay_capture", error) || !db_->exec("DELETE FROM relay_pending", error) ||
+        !db_->exec("INSERT OR REPLACE INTO meta(key, value) VALUES('relay.seeded', 0)", error))
+      return false;
+  }
+  return tx.commit(error);
+}
+
+std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions& o, std::string* error) {
+  const int64_t now = clock_.nowNs();
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  auto meta = [&](const char* key, int64_t fallback) {
+    Stmt m(db_->get(), "SELECT value FROM meta WHERE key = ?");
+    m.bind(1, key);
+    return m.step() == SQLITE_ROW ? m.i64(0) : fallback;
+  };
+  auto setMeta = [&](const char* key, int64_t value) {
+    Stmt m(db_->get(), "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
+    m.bind(1, key).bind(2, value);
+    return m.step() == SQLITE_DONE;
+  };
+  common::RelayBatchData b;
+  b.site_id = o.site_id;
+  b.created_ns = now;
+  b.aggregator_version = FAULTLINE_VERSION;
+  b.ruleset_version = o.ruleset_version;
+  common::Severity max_severity = common::Severity::kInfo;
+
+  int64_t last_pending = 0;
+  {
+    Stmt s(db_->get(),
+           "SELECT p.id, v.revision, v.created_ns, v.status, v.reason, v.missing_nodes, v.diagnosis, v.symptoms, "
+           "j.job_id, j.state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.time_limit_sec "
+           "FROM relay_pending p JOIN verdicts v ON v.job_id = p.job_id AND v.revision = p.revision "
+           "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
+    s.bind(1, int64_t(o.max_items));
+    while (s.step() == SQLITE_ROW) {
+      last_pending = s.i64(0);
+      common::RelayVerdictData v;
+      v.revision = static_cast<uint32_t>(s.i64(1));
+      v.created_ns = s.i64(2);
+      v.status = s.text(3);
+      v.reason = s.text(4);
+      json missing = json::parse(s.text(5), nullptr, false);
+      if (missing.is_array())
+        for (const auto& m : missing)
+          if (m.is_string()) v.missing_nodes.push_back(m.get<std::string>());
+      v.diagnosis_json = s.text(6);
+      v.symptoms = static_cast<uint32_t>(s.i64(7));
+      v.job_id = s.text(8);
+      v.state = s.text(9);
+      v.exit_code = s.text(10);
+      v.start_ns = s.i64(11);
+      v.end_ns = s.i64(12);
+      v.nodelist = s.text(13);
+      v.time_limit_sec = s.i64(14);
+      b.verdicts.push_back(std::move(v));
+      max_severity = common::Severity::kCritical;
+    }
+    // Queue entries of revisions pruned meanwhile (no join partner) are skipped, not repeated.
+    if (b.verdicts.size() < o.max_items) {
+      Stmt all(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM relay_pending");
+      if (all.step() == SQLITE_ROW) last_pending = all.i64(0);
+    }
+  }
+  int64_t event_mark = meta("relay.event_id", 0);
+  {
+    Stmt s(db_->get(),
+           "SELECT id, node, time_ns, kind, detail, job_id FROM node_events WHERE id > ? ORDER BY id LIMIT ?");
+    s.bind(1, event_mark).bind(2, int64_t(o.max_items));
+    while (s.step() == SQLITE_ROW) {
+      event_mark = s.i64(0);
+      b.node_events.push_back({s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5)});
+      max_severity = std::max(max_severity, common::Severity::kWarning);
+    }
+  }
+  int64_t symptom_mark = meta("relay.symptom_id", -1);
+  if (symptom_mark < 0) {
+    // Summaries start with what arrives after the relay was first switched on.
+    Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    symptom_mark = m.step() == SQLITE_ROW ? m.i64(0) : 0;
+    if (!setMeta("relay.symptom_id", symptom_mark)) {
+      *error = "store: " + db_->errmsg();
+      return std::nullopt;
+    }
+  }
+  if (o.symptoms) {
+    Stmt s(db_->get(), "SELECT id, payload FROM symptoms WHERE id > ? ORDER BY id LIMIT ?");
+    s.bind(1, symptom_mark).bind(2, int64_t(o.max_items * 20));
+    std::vector<common::Symptom> raw;
+    while (s.step() == SQLITE_ROW) {
+      symptom_mark = s.i64(0);
+      json j = json::parse(s.text(1), nullptr, false);
+      if (j.is_object()) raw.push_back(symptomFromJson(j));
+    }
+    b.symptoms = summarise(std::move(raw));
+    for (const auto& sy : b.symptoms) max_severity = std::max(max_severity, std::min(sy.severity, common::Severity::kError));
+  } else {
+    Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    if (m.step() == SQLITE_ROW) symptom_mark = m.i64(0);
+  }
+
+  RelayCollectResult r;
+  auto fail = [&]() -> std::optional<RelayCollectResult> {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  };
+  if (last_pending > 0) {
+    Stmt d(db_->get(), "DELETE FROM relay_pending WHERE id <= ?");
+    d.bind(1, last_pending);
+    if (d.step() != SQLITE_DONE) return fail();
+  }
+  if (!setMeta("relay.event_id", event_mark) || !setMeta("relay.symptom_id", symptom_mark)) return fail();
+  if (b.items() > 0) {
+    b.sequence = static_cast<uint64_t>(meta("relay.next_seq", 1));
+    std::string payload = common::encodeRelayBatch(b);
+    Stmt ins(db_->get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
+    ins.bind(1, b.sequence).bind(2, now).bind(3, int64_t(max_severity)).bind(4, int64_t(b.items()));
+    ins.bind(5, payload);
+    if (ins.step() != SQLITE_DONE || !setMeta("relay.next_seq", int64_t(b.sequence + 1))) return fail();
+    r.sequence = b.sequence;
+    r.verdicts = b.verdicts.size();
+    r.node_events = b.node_events.size();
+    r.symptoms = b.symptoms.size();
+    r.bytes = payload.size();
+    // The bound: whole batches go, least severe first, oldest first within a severity.
+    Stmt total(db_->get(), "SELECT COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
+    int64_t bytes = total.step() == SQLITE_ROW ? total.i64(0) : 0;
+    if (bytes > int64_t(o.max_outbox_bytes)) {
+      Stmt victims(db_->get(), "SELECT seq, items, length(payload) FROM relay_outbox ORDER BY max_severity, seq");
+      std::vector<std::pair<int64_t, int64_t>> drop;
+      while (bytes > int64_t(o.max_outbox_bytes) && victims.step() == SQLITE_ROW) {
+        drop.push_back({victims.i64(0), victims.i64(1)});
+        bytes -= victims.i64(2);
+      }
+      int64_t dropped_items = 0;
+      for (auto [seq, items] : drop) {
+        Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
+        d.bind(1, seq).step();
+        dropped_items += items;
+      }
+      r.dropped_batches = drop.size();
+      if (!setMeta("relay.dropped_batches", meta("relay.dropped_batches", 0) + int64_t(drop.size())) ||
+          !setMeta("relay.dropped_items", meta("relay.dropped_items", 0) + dropped_items))
+        return fail();
+    }
+  }
+  if (!tx.commit(error)) return std::nullopt;
+  return r;
+}
+
+std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_->get(), by_severity ? "SELECT seq, max_severity, items, payload FROM relay_outbox "
+                                   "ORDER BY max_severity DESC, seq ASC"
+                                 : "SELECT seq, max_severity, items, payload FROM relay_outbox ORDER BY seq ASC");
+  std::vector<RelayOutboxBatch> out;
+  while (out.size() < limit && s.step() == SQLITE_ROW) {
+    auto seq = static_cast<uint64_t>(s.i64(0));
+    if (std::find(exclude.begin(), exclude.end(), seq) != exclude.end()) continue;
+    out.push_back({seq, static_cast<int>(s.i64(1)), static_cast<uint32_t>(s.i64(2)), s.text(3)});
+  }
+  return out;
+}
+
+bool Store::relayAck(uint64_t sequence) {
+  std::lock_guard lock(mu_);
+  Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
+  d.bind(1, sequence);
+  return d.step() == SQLITE_DONE;
+}
+
+RelayOutboxStats Store::relayOutboxStats() {
+  std::lock_guard lock(mu_);
+  RelayOutboxStats st;
+  Stmt s(db_->get(), "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
+  if (s.step() == SQLITE_ROW) {
+    st.batches = static_cast<uint64_t>(s.i64(0));
+    st.bytes = static_cast<uint64_t>(s.i64(1));
+  }
+  Stmt m(db_->get(), "SELECT key, value FROM meta WHERE key LIKE 'relay.%'");
+  while (m.step() == SQLITE_ROW) {
+    std::string k = m.text(0);
+    auto v = static_cast<uint64_t>(m.i64(1));
+    if (k == "relay.dropped_batches") st.dropped_batches = v;
+    else if (k == "relay.dropped_items") st.dropped_items = v;
+    else if (k == "relay.next_seq") st.next_sequence = v;
+  }
+  return st;
+}
+
+IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_view authenticated_site) {
+  IngestResult r;
+  auto reject = [&](std::string reason) {
+    r.status = IngestResult::Status::kRejected;
+    r.reason = std::move(reason);
+    return r;
+  };
+  if (b.site_id.empty() || b.site_id != authenticated_site) return reject("site id mismatch");
+  // Parse before taking the lock: a diagnosis that does not read is a bad batch.
+  std::vector<common::Diagnosis> diagnoses;
+  for (const auto& v : b.verdicts) {
+    std::string err;
+    auto d = common::diagnosisFromJson(json::parse(v.diagnosis_json, nullptr, false), &err);
+    if (!d) return reject("relay: bad diagnosis for job " + v.job_id + ": " + err);
+    diagnoses.push_back(std::move(*d));
+  }
+  const std::string sender = "relay:" + b.site_id;
+  auto central = [&](const std::string& job_id) { return job_id.empty() ? job_id : b.site_id + ":" + job_id; };
+  const int64_t now = clock_.nowNs();
+
+  std::lock_guard lock(mu_);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) return reject("store: " + db_->errmsg());
+  {
+    Stmt key(db_->get(),
+             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,'',?,?,?)");
+    key.bind(1, sender).bind(2, b.sequence).bind(3, now).bind(4, int64_t(b.items()));
+    if (key.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (db_->changes() == 0) {
+      r.status = IngestResult::Status::kDuplicate;
+      return r;
+    }
+  }
+  for (size_t i = 0; i < b.verdicts.size(); ++i) {
+    const auto& v = b.verdicts[i];
+    const std::string id = central(v.job_id);
+    std::string terminal = isActiveJobState(v.state) ? "" : common::terminalStateOf(v.state);
+    Stmt job(db_->get(),
+             "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
+             "source, updated_ns, end_recorded_ns, site) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,'relay',?9,?9,?10) "
+             "ON CONFLICT(job_id) DO UPDATE SET state=?2, terminal_state=?3, exit_code=?4, start_ns=?5, end_ns=?6, "
+             "nodelist=?7, time_limit_sec=?8, source='relay', updated_ns=?9, site=?10");
+    job.bind(1, id).bind(2, v.state).bind(3, terminal).bind(4, v.exit_code).bind(5, v.start_ns).bind(6, v.end_ns);
+    job.bind(7, v.nodelist).bind(8, v.time_limit_sec).bind(9, now).bind(10, b.site_id);
+    if (job.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (auto hosts = common::expandHostlist(v.nodelist, nullptr, 100000)) {
+      Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
+      del.bind(1, id).step();
+      Stmt ins(db_->get(), "INSERT OR IGNORE INTO job_nodes(node, job_id, position) VALUES(?,?,?)");
+      for (size_t k = 0; k < hosts->size(); ++k) {
+        ins.reset();
+        ins.bind(1, (*hosts)[k]).bind(2, id).bind(3, int64_t(k)).step();
+      }
+    }
+    // The site's revision number is kept; a revision already here (a re-seeded queue) is ignored.
+    Stmt ins(db_->get(),
+             "INSERT OR IGNORE INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
+             "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0)");
+    ins.bind(1, id).bind(2, int64_t(v.revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
+    ins.bind(6, common::subDomainName(diagnoses[i].sub_domain)).bind(7, int64_t(v.symptoms));
+    ins.bind(8, json(v.missing_nodes).dump()).bind(9, v.diagnosis_json);
+    if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    Stmt latest(db_->get(),
+                "UPDATE verdicts SET latest = (revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1)) "
+                "WHERE job_id = ?1");
+    latest.bind(1, id);
+    if (latest.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+  }
+  for (const auto& e : b.node_events) addNodeEventLocked({e.node, e.time_ns, e.kind, e.detail, central(e.job_id)});
+  if (!b.symptoms.empty()) {
+    Stmt ins(db_->get(),
+             "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    std::map<std::string, int64_t> per_node;
+    for (const auto& s : b.symptoms) {
+      ins.reset();
+      ins.bind(1, sender).bind(2, b.sequence).bind(3, s.node).bind(4, s.rule_id);
+      ins.bind(5, common::subDomainName(s.sub_domain)).bind(6, common::roleName(s.role));
+      ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
+      ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
+      ins.bind(14, symptomToJson(s).dump());
+      if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+      r.last_symptom_id = db_->lastRowid();
+      ++per_node[s.node];
+    }
+    for (const auto& [node, n] : per_node) {
+      Stmt up(db_->get(),
+              "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, symptoms) VALUES(?1,?2,?3,?3,?4) "
+              "ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, symptoms=symptoms+?4");
+      up.bind(1, node).bind(2, sender).bind(3, now).bind(4, n);
+      if (up.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    }
+  }
+  {
+    // The relay shows in `faultline agents` like an agent: last batch, versions, totals.
+    Stmt a(db_->get(),
+           "INSERT INTO agents(agent_id, hostname, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
+           "last_batch_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,1,?5) ON CONFLICT(agent_id) DO UPDATE SET "
+           "agent_version=?2, ruleset_version=?3, last_seen_ns=?4, last_batch_ns=?4, batches=batches+1, "
+           "symptoms=symptoms+?5");
+    a.bind(1, sender).bind(2, b.aggregator_version).bind(3, b.ruleset_version).bind(4, now);
+    a.bind(5, int64_t(b.symptoms.size()));
+    if (a.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+  }
+  std::string err;
+  if (!tx.commit(&err)) return reject("store: " + err);
+  r.status = IngestResult::Status::kStored;
+  r.symptoms = b.symptoms.size();
+  return r;
+}
+
+}  // namespace faultline::aggregator
