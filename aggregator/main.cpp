@@ -27,6 +27,7 @@
 #include "aggregator/http/server.h"
 #include "aggregator/jobs/sacct_poller.h"
 #include "aggregator/metrics/metrics.h"
+#include "aggregator/relay/relay.h"
 #include "aggregator/store/store.h"
 #include "aggregator/verdicts/verdict_engine.h"
 #include "common/rule_set.h"
@@ -70,6 +71,11 @@ int main(int argc, char** argv) {
   bool sync_full = false;
   std::string ingest_endpoint = "tcp://127.0.0.1:7400", curve_secret_file, allow_dir, ingest_endpoint_file;
   size_t max_message_bytes = 16 << 20;
+  // Site relay (edge sites): forward verdicts, node history and summaries to a central aggregator.
+  std::string relay_upstream, relay_site, relay_server_key_file;
+  bool relay_symptoms = false, relay_zstd = false;
+  uint64_t relay_rate = 0, relay_max_bytes = 256ull << 20;
+  double relay_interval = 2;
   app.add_option("--db", db, "SQLite database (default $STATE_DIRECTORY/aggregator.db)");
   app.add_option("--listen", listen, "HTTP listen address (default 127.0.0.1)");
   app.add_option("--port", port, "HTTP port (0 = ephemeral)");
@@ -92,19 +98,40 @@ int main(int argc, char** argv) {
                  "file with the aggregator's Z85 CurveZMQ secret key (`faultline keygen`); enables ingest");
   app.add_option("--allow-dir", allow_dir, "agents' public keys, one HOST.pub per node (re-read on SIGHUP)");
   app.add_option("--max-message-bytes", max_message_bytes, "largest batch or heartbeat payload accepted");
+  app.add_option("--relay-upstream", relay_upstream,
+                 "central aggregator's ingest endpoint: run as a site relay (needs --relay-site, "
+                 "--relay-server-key and --curve-secret-key, whose public key the central lists "
+                 "under its allow-dir relays/SITE.pub)");
+  app.add_option("--relay-site", relay_site, "this site's name at the central aggregator");
+  app.add_option("--relay-server-key", relay_server_key_file, "file with the central aggregator's Z85 public key");
+  app.add_flag("--relay-symptoms", relay_symptoms, "also forward per-node symptom summaries");
+  app.add_option("--relay-rate", relay_rate, "cap on the relay link, bytes per second (0 = none)");
+  app.add_flag("--relay-zstd", relay_zstd, "zstd-compress relay batches when smaller");
+  app.add_option("--relay-max-bytes", relay_max_bytes,
+                 "bound on the unsent relay outbox (least severe, oldest batches dropped first)");
+  app.add_option("--relay-interval", relay_interval, "seconds between relay collections");
   CLI11_PARSE(app, argc, argv);
+  if (!relay_upstream.empty() &&
+      (relay_site.empty() || relay_server_key_file.empty() || curve_secret_file.empty())) {
+    std::fprintf(stderr,
+                 "faultline-aggregator: --relay-upstream needs --relay-site, --relay-server-key and --curve-secret-key\n");
+    return 2;
+  }
   if (!curve_secret_file.empty() && allow_dir.empty()) {
     std::fprintf(stderr, "faultline-aggregator: --curve-secret-key needs --allow-dir\n");
     return 2;
   }
-  std::string curve_secret;
-  if (!curve_secret_file.empty()) {
-    std::ifstream in(curve_secret_file);
-    if (!in || !(in >> curve_secret)) {
-      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a key\n", curve_secret_file.c_str());
-      return 2;
+  auto readKey = [](const std::string& file, std::string* key) {
+    std::ifstream in(file);
+    if (!in || !(in >> *key) || key->size() != 40) {
+      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a Z85 key\n", file.c_str());
+      return false;
     }
-  }
+    return true;
+  };
+  std::string curve_secret, relay_server_key;
+  if (!curve_secret_file.empty() && !readKey(curve_secret_file, &curve_secret)) return 2;
+  if (!relay_server_key_file.empty() && !readKey(relay_server_key_file, &relay_server_key)) return 2;
 
   auto loaded = common::loadRuleDirs(rule_dirs.empty() ? defaultRuleDirs() : rule_dirs);
   if (!loaded.rules) {
@@ -173,6 +200,33 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "faultline-aggregator: no --curve-secret-key: agents' ingest disabled\n");
   }
+  // The site relay runs on the io thread (its outbox is a table in the store).
+  zmq::context_t relay_zmq;
+  std::unique_ptr<Relay> relay;
+  if (!relay_upstream.empty()) {
+    RelayOptions ro;
+    ro.collect.site_id = relay_site;
+    ro.collect.ruleset_version = loaded.rules->version;
+    ro.collect.symptoms = relay_symptoms;
+    ro.collect.max_outbox_bytes = relay_max_bytes;
+    ro.shipper.endpoints = {relay_upstream};
+    ro.shipper.agent_id = "relay-" + relay_site;
+    ro.shipper.curve_secret_key = curve_secret;
+    ro.shipper.curve_server_key = relay_server_key;
+    ro.shipper.rate_bytes_per_sec = relay_rate;
+    ro.shipper.zstd = relay_zstd;
+    ro.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(relay_interval * 1000));
+    relay = std::make_unique<Relay>(io, relay_zmq, clock, *store, &metrics, ro);
+    if (!relay->start(&error)) {
+      std::fprintf(stderr, "faultline-aggregator: relay: %s\n", error.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s\n", relay_site.c_str(), relay_upstream.c_str(),
+                 relay_symptoms ? ", with symptom summaries" : "", relay_zstd ? ", zstd" : "");
+  } else if (std::string e; !store->setRelayCapture(false, &e)) {
+    std::fprintf(stderr, "faultline-aggregator: %s\n", e.c_str());
+    return 1;
+  }
   net::signal_set hup(io, SIGHUP);
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
@@ -227,6 +281,7 @@ int main(int argc, char** argv) {
     sd_notify(0, "STOPPING=1");
     server.stop();
     hup.cancel();
+    if (relay) relay->stop();
     io.stop();
   });
   sd_notify(0, "READY=1");

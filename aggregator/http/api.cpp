@@ -161,6 +161,11 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
                                          {"faultline_store_jobs", double(c.jobs)},
                                          {"faultline_store_verdicts", double(c.verdicts)},
                                          {"faultline_store_agents", double(c.agents)}};
+    if (auto r = store_.relayOutboxStats(); r.next_sequence > 1) {  // a site relay
+      gauges["faultline_relay_outbox_batches"] = double(r.batches);
+      gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
+      gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
+    }
     return {200, "text/plain; version=0.0.4", metrics_.render(gauges)};
   }
   if (parts.empty()) return error(404, "not found");

@@ -68,8 +68,13 @@ bool Store::setRelayCapture(bool on, std::string* error) {
     if (!was_seeded) {
       // First time on: every revision already stored goes up too (the central ignores a
       // revision it already has).
+      // Symptom summaries start with what arrives from now on (node events and verdicts go
+      // with their history).
       if (!db_->exec("INSERT INTO relay_pending(job_id, revision) SELECT job_id, revision FROM verdicts "
                      "ORDER BY created_ns, job_id, revision",
+                     error) ||
+          !db_->exec("INSERT OR REPLACE INTO meta(key, value) SELECT 'relay.symptom_id', COALESCE(MAX(id), 0) "
+                     "FROM symptoms",
                      error) ||
           !db_->exec("INSERT OR REPLACE INTO meta(key, value) VALUES('relay.seeded', 1)", error))
         return false;
@@ -106,6 +111,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
   b.aggregator_version = FAULTLINE_VERSION;
   b.ruleset_version = o.ruleset_version;
   common::Severity max_severity = common::Severity::kInfo;
+  RelayCollectResult r;
 
   int64_t last_pending = 0;
   {
@@ -115,7 +121,15 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
            "FROM relay_pending p JOIN verdicts v ON v.job_id = p.job_id AND v.revision = p.revision "
            "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
     s.bind(1, int64_t(o.max_items));
+    size_t verdict_bytes = 0;
     while (s.step() == SQLITE_ROW) {
+      // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)
+      // go a few per batch.
+      if (!b.verdicts.empty() && verdict_bytes + s.text(6).size() > o.max_verdict_bytes) {
+        r.more = true;
+        break;
+      }
+      verdict_bytes += s.text(6).size();
       last_pending = s.i64(0);
       common::RelayVerdictData v;
       v.revision = static_cast<uint32_t>(s.i64(1));
@@ -139,7 +153,8 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
       max_severity = common::Severity::kCritical;
     }
     // Queue entries of revisions pruned meanwhile (no join partner) are skipped, not repeated.
-    if (b.verdicts.size() < o.max_items) {
+    if (b.verdicts.size() == o.max_items) r.more = true;
+    if (!r.more) {
       Stmt all(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM relay_pending");
       if (all.step() == SQLITE_ROW) last_pending = all.i64(0);
     }
@@ -154,6 +169,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
       b.node_events.push_back({s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5)});
       max_severity = std::max(max_severity, common::Severity::kWarning);
     }
+    if (b.node_events.size() == o.max_items) r.more = true;
   }
   int64_t symptom_mark = meta("relay.symptom_id", -1);
   if (symptom_mark < 0) {
@@ -174,6 +190,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
       json j = json::parse(s.text(1), nullptr, false);
       if (j.is_object()) raw.push_back(symptomFromJson(j));
     }
+    if (raw.size() == o.max_items * 20) r.more = true;
     b.symptoms = summarise(std::move(raw));
     for (const auto& sy : b.symptoms) max_severity = std::max(max_severity, std::min(sy.severity, common::Severity::kError));
   } else {
@@ -181,7 +198,6 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     if (m.step() == SQLITE_ROW) symptom_mark = m.i64(0);
   }
 
-  RelayCollectResult r;
   auto fail = [&]() -> std::optional<RelayCollectResult> {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
@@ -197,7 +213,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     std::string payload = common::encodeRelayBatch(b);
     Stmt ins(db_->get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
     ins.bind(1, b.sequence).bind(2, now).bind(3, int64_t(max_severity)).bind(4, int64_t(b.items()));
-    ins.bind(5, payload);
+    ins.bindBlob(5, payload);
     if (ins.step() != SQLITE_DONE || !setMeta("relay.next_seq", int64_t(b.sequence + 1))) return fail();
     r.sequence = b.sequence;
     r.verdicts = b.verdicts.size();

@@ -20,6 +20,10 @@ Stmt& Stmt::bind(int i, std::string_view v) {
   sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Stmt& Stmt::bindBlob(int i, std::string_view v) {
+  sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
 Stmt& Stmt::bindNull(int i) {
   sqlite3_bind_null(s_, i);
   return *this;

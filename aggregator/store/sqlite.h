@@ -28,6 +28,8 @@ class Stmt {
   Stmt& bind(int i, std::string_view v);
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  // Binary data (packed Cap'n Proto has NULs; SQL length() of TEXT stops at the first one).
+  Stmt& bindBlob(int i, std::string_view v);
   Stmt& bindNull(int i);
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step();

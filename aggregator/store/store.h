@@ -173,6 +173,7 @@ struct RelayCollectOptions {
   std::string ruleset_version;
   bool symptoms = false;            // also forward per-node symptom summaries
   size_t max_items = 500;           // per relay batch
+  size_t max_verdict_bytes = 4u << 20;  // diagnoses per batch (at least one always goes)
   uint64_t max_outbox_bytes = 256ull << 20;  // bound: lowest-severity, oldest batches go first
 };
 
@@ -181,6 +182,7 @@ struct RelayCollectResult {
   size_t verdicts = 0, node_events = 0, symptoms = 0;
   size_t bytes = 0;
   uint64_t dropped_batches = 0;  // by the bound, in this call
+  bool more = false;             // a limit was hit: call again to drain
 };
 
 struct RelayOutboxStats {
