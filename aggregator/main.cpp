@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
   std::string relay_upstream, relay_site, relay_server_key_file;
   bool relay_symptoms = false, relay_zstd = false;
   uint64_t relay_rate = 0, relay_max_bytes = 256ull << 20;
-  double relay_interval = 2;
+  double relay_interval = 2, relay_ack_timeout = 10;
   app.add_option("--db", db, "SQLite database (default $STATE_DIRECTORY/aggregator.db)");
   app.add_option("--listen", listen, "HTTP listen address (default 127.0.0.1)");
   app.add_option("--port", port, "HTTP port (0 = ephemeral)");
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
   app.add_option("--relay-max-bytes", relay_max_bytes,
                  "bound on the unsent relay outbox (least severe, oldest batches dropped first)");
   app.add_option("--relay-interval", relay_interval, "seconds between relay collections");
+  app.add_option("--relay-ack-timeout", relay_ack_timeout, "seconds before an unacknowledged relay batch is resent");
   CLI11_PARSE(app, argc, argv);
   if (!relay_upstream.empty() &&
       (relay_site.empty() || relay_server_key_file.empty() || curve_secret_file.empty())) {
@@ -215,6 +217,8 @@ int main(int argc, char** argv) {
     ro.shipper.curve_server_key = relay_server_key;
     ro.shipper.rate_bytes_per_sec = relay_rate;
     ro.shipper.zstd = relay_zstd;
+    ro.shipper.ack_timeout_ns = static_cast<int64_t>(relay_ack_timeout * 1e9);
+    ro.shipper.tick_ms = static_cast<int>(std::clamp(relay_ack_timeout * 250, 50.0, 1000.0));
     ro.interval_ms = std::max<int64_t>(1, static_cast<int64_t>(relay_interval * 1000));
     relay = std::make_unique<Relay>(io, relay_zmq, clock, *store, &metrics, ro);
     if (!relay->start(&error)) {

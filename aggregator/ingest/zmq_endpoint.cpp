@@ -53,6 +53,8 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
   metrics_.describe("faultline_acks_total", "acks sent (stored or duplicate batches)");
   metrics_.describe("faultline_allowlist_reloads_total", "allow-list loads, by result");
   metrics_.describe("faultline_ingest_log_suppressed_total", "reject log lines left out by the rate limit");
+  metrics_.describe("faultline_ingest_received_bytes_total",
+                    "message bytes received on the ingest socket (type + payload frames, as sent), by type");
   metrics_.describe("faultline_relay_batches_total", "site relay batches received, by result");
   metrics_.describe("faultline_relay_verdicts_total", "verdict revisions received from site relays");
   metrics_.describe("faultline_relay_symptoms_total", "symptom summaries received from site relays");
@@ -213,6 +215,15 @@ void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
   if (frames.size() != 3) return reject("frame count", who, std::to_string(frames.size() - 1) + " frames");
   if (frames[2].size() > options_.max_message_bytes)
     return reject("oversized", who, std::to_string(frames[2].size()) + " bytes");
+  {
+    // Counted as sent (before inflating), under a known type only: a hostile type name must not
+    // create metric series.
+    auto t = frames[1].to_string_view();
+    std::string_view base = t.substr(0, t.find('+'));
+    bool known = base == common::kTypeBatch || base == common::kTypeHeartbeat || base == common::kTypeRelay;
+    metrics_.add("faultline_ingest_received_bytes_total", "type", known ? std::string(base) : "other",
+                 frames[1].size() + frames[2].size());
+  }
   // "batch+zstd" / "heartbeat+zstd": inflated within the same size limit.
   common::UnwrappedPayload plain;
   std::string why;

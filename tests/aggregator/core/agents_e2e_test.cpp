@@ -158,7 +158,84 @@ class Harness {
   ~Harness() {
     for (auto& p : agents_) stopChild(p, SIGKILL);
     stopChild(aggregator_, SIGKILL);
+    stopChild(central_, SIGKILL);
   }
+
+  // ---- site relay: the aggregator above is the site's; a second one is the central ----
+  // Starts the central aggregator, which knows the site's key under relays/SITE.pub. The site
+  // aggregator started after this relays to it.
+  void startCentral(const std::string& endpoint) {
+    if (!fs::exists(dir_.file("central/central.key"))) {
+      keygen(dir_.file("central"), "central");
+      fs::create_directories(dir_.file("central.d/relays"));
+      fs::copy_file(dir_.file("server/server.pub"), dir_.file("central.d/relays/edge1.pub"));
+    }
+    fs::remove(dir_.file("central-port"));
+    fs::remove(dir_.file("central-ingest"));
+    central_ = spawn({FAULTLINE_AGGREGATOR_BIN, "--db", dir_.file("central.db"), "--port", "0", "--port-file",
+                      dir_.file("central-port"), "--rules", FAULTLINE_SOURCE_DIR "/rules", "--tick", "0.05",
+                      "--ingest-endpoint", endpoint, "--ingest-endpoint-file", dir_.file("central-ingest"),
+                      "--curve-secret-key", dir_.file("central/central.key"), "--allow-dir", dir_.file("central.d")},
+                     dir_.file("central.log"));
+    REQUIRE(central_ > 0);
+    REQUIRE(pollUntil([&] { return !trimmed(slurp(dir_.file("central-ingest"))).empty() &&
+                                   !trimmed(slurp(dir_.file("central-port"))).empty(); },
+                      std::chrono::seconds(20)));
+    central_endpoint_ = trimmed(slurp(dir_.file("central-ingest")));
+  }
+  void killCentral() { stopChild(central_, SIGKILL); }
+  std::string centralEndpoint() const { return central_endpoint_; }
+
+  // Symptom summaries the central holds, (node, rule) -> summed count.
+  Counts centralStored() { return storedIn(dir_.file("central.db")); }
+
+  // "" when the central holds every revision of every failed sample job exactly as the site
+  // does (status, reason, diagnosis JSON including coverage), else what differs.
+  std::string centralDifference() {
+    SystemClock clock;
+    std::string error;
+    StoreOptions o;
+    o.read_only = true;
+    auto site = Store::open(dir_.file("agg.db"), clock, o, &error);
+    auto central = Store::open(dir_.file("central.db"), clock, o, &error);
+    if (!site || !central) return "cannot open: " + error;
+    std::string out;
+    size_t jobs = 0;
+    for (const auto& s : samples_) {
+      const std::string id = s.job["job_id"].get<std::string>();
+      auto row = site->job(id);
+      if (!row || !row->failed()) continue;
+      ++jobs;
+      auto crow = central->job("edge1:" + id);
+      if (!crow) {
+        out += "job edge1:" + id + " missing at the central\n";
+        continue;
+      }
+      if (crow->info.state != row->info.state || crow->info.end_ns != row->info.end_ns ||
+          crow->info.nodes != row->info.nodes)
+        out += "job edge1:" + id + " differs\n";
+      auto render = [](const std::vector<VerdictRow>& h) {
+        std::string r;
+        for (const auto& v : h)
+          r += std::to_string(v.revision) + " " + v.status + " " + v.reason + " " + common::toJson(v.diagnosis).dump() + "\n";
+        return r;
+      };
+      auto want = render(site->verdictHistory(id)), got = render(central->verdictHistory("edge1:" + id));
+      if (want.empty()) out += "job " + id + ": no verdict at the site\n";
+      if (want != got) out += "job " + id + " verdicts:\n site:\n" + want + " central:\n" + got;
+    }
+    if (jobs < 2) out += "only " + std::to_string(jobs) + " failed jobs\n";
+    return out;
+  }
+  uint64_t siteOutboxBatches() {
+    SystemClock clock;
+    std::string error;
+    StoreOptions o;
+    o.read_only = true;
+    auto site = Store::open(dir_.file("agg.db"), clock, o, &error);
+    return site ? site->relayOutboxStats().batches : UINT64_MAX;
+  }
+  std::string centralLog() { return slurp(dir_.file("central.log")).substr(0, 4000); }
 
   size_t agentCount() const { return nodes_.size(); }
   size_t sampleCount() const { return samples_.size(); }
@@ -167,12 +244,18 @@ class Harness {
   void startAggregator(const std::string& endpoint) {
     fs::remove(dir_.file("port"));
     fs::remove(dir_.file("ingest"));
-    aggregator_ = spawn({FAULTLINE_AGGREGATOR_BIN, "--db", dir_.file("agg.db"), "--port", "0", "--port-file",
-                         dir_.file("port"), "--token-file", dir_.file("token"), "--rules",
-                         FAULTLINE_SOURCE_DIR "/rules", "--tick", "0.05", "--ingest-endpoint", endpoint,
-                         "--ingest-endpoint-file", dir_.file("ingest"), "--curve-secret-key",
-                         dir_.file("server/server.key"), "--allow-dir", dir_.file("agents.d")},
-                        dir_.file("aggregator.log"));
+    std::vector<std::string> args{FAULTLINE_AGGREGATOR_BIN, "--db", dir_.file("agg.db"), "--port", "0", "--port-file",
+                                  dir_.file("port"), "--token-file", dir_.file("token"), "--rules",
+                                  FAULTLINE_SOURCE_DIR "/rules", "--tick", "0.05", "--ingest-endpoint", endpoint,
+                                  "--ingest-endpoint-file", dir_.file("ingest"), "--curve-secret-key",
+                                  dir_.file("server/server.key"), "--allow-dir", dir_.file("agents.d")};
+    if (!central_endpoint_.empty()) {  // a site relay, with symptom summaries
+      std::vector<std::string> relay{"--relay-upstream", central_endpoint_, "--relay-site", "edge1",
+                                     "--relay-server-key", dir_.file("central/central.pub"), "--relay-symptoms",
+                                     "--relay-zstd", "--relay-interval", "0.1", "--relay-ack-timeout", "1"};
+      args.insert(args.end(), relay.begin(), relay.end());
+    }
+    aggregator_ = spawn(args, dir_.file("aggregator.log"));
     REQUIRE(aggregator_ > 0);
     REQUIRE(pollUntil([&] { return !trimmed(slurp(dir_.file("ingest"))).empty() &&
                                    !trimmed(slurp(dir_.file("port"))).empty(); },
@@ -215,12 +298,13 @@ class Harness {
     agents_.clear();
   }
 
-  Counts stored() {
+  Counts stored() { return storedIn(dir_.file("agg.db")); }
+  Counts storedIn(const std::string& db) {
     SystemClock clock;
     std::string error;
     StoreOptions o;
     o.read_only = true;
-    auto store = Store::open(dir_.file("agg.db"), clock, o, &error);
+    auto store = Store::open(db, clock, o, &error);
     Counts c;
     if (!store) return c;
     SymptomFilter f;
@@ -301,8 +385,8 @@ class Harness {
   std::vector<SampleNode> nodes_;
   Counts expected_;
   std::vector<pid_t> agents_;
-  pid_t aggregator_ = -1;
-  std::string endpoint_, url_;
+  pid_t aggregator_ = -1, central_ = -1;
+  std::string endpoint_, url_, central_endpoint_;
 };
 
 }  // namespace
@@ -344,6 +428,38 @@ TEST_CASE("agents e2e: aggregator SIGKILLed mid-stream and restarted, every symp
   INFO(h.difference());
   REQUIRE(complete);
   h.reportJobsAndCompare();
+  h.stopAgents();
+}
+
+TEST_CASE("site relay e2e: the central holds the site's diagnoses, also after the link was cut and restored",
+          "[e2e][relay]") {
+  Harness h;
+  REQUIRE(h.agentCount() >= 8);
+  h.startCentral("tcp://127.0.0.1:*");
+  const std::string central = h.centralEndpoint();  // the restart binds the same port
+  h.startAggregator("tcp://127.0.0.1:*");
+  h.feed(0, 0.3);
+  h.startAgents();
+  h.feed(0.3, 0.6);
+  // The link works: the first symptom summaries reach the central. Then it is cut (the central
+  // SIGKILLed) while the rest of the logs arrive and the jobs end and are judged at the site.
+  REQUIRE(pollUntil([&] { return !h.centralStored().empty(); }, std::chrono::seconds(30)));
+  h.killCentral();
+  h.feed(0.6, 1.0);
+  bool complete = h.waitStored(std::chrono::seconds(60));
+  INFO(h.difference());
+  REQUIRE(complete);
+  h.reportJobsAndCompare();  // the site's verdicts equal offline attribution
+  CHECK_FALSE(h.centralDifference().empty());  // made while the link was down
+  // Restored: everything queued at the site reaches the central, once.
+  h.startCentral(central);
+  std::string diff;
+  bool same = pollUntil([&] { return (diff = h.centralDifference()).empty(); }, std::chrono::seconds(60));
+  INFO(diff << h.centralLog());
+  REQUIRE(same);
+  // Summaries: every occurrence the site stored, counted once at the central.
+  CHECK(pollUntil([&] { return h.centralStored() == h.expected(); }, std::chrono::seconds(30)));
+  CHECK(pollUntil([&] { return h.siteOutboxBatches() == 0; }, std::chrono::seconds(30)));
   h.stopAgents();
 }
 
