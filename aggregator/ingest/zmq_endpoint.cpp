@@ -96,6 +96,9 @@ bool ZmqEndpoint::start(std::string* error) {
     // the message arrives and is rejected and counted here.
     router_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.max_message_bytes) * 2 + 4096);
     router_->set(zmq::sockopt::rcvhwm, 10000);
+    // A fleet reconnecting at once (an aggregator restart with 2,000 agents) overflows the
+    // default listen backlog of 100: connects are refused and retried for seconds.
+    router_->set(zmq::sockopt::backlog, 4096);
     router_->bind(options_.endpoint);
     std::lock_guard lock(endpoint_mu_);
     endpoint_ = router_->get(zmq::sockopt::last_endpoint);

@@ -85,9 +85,11 @@ std::optional<VerdictRow> VerdictEngine::store(VerdictRow v) {
     metrics_->add("faultline_verdicts_total", "sub_domain", std::string(common::subDomainName(v.diagnosis.sub_domain)));
     if (rev == 1) {
       auto job = store_.job(v.job_id);
-      // Time from the job's end (as the scheduler stamped it) to its first stored verdict.
-      if (job && job->info.end_ns && v.created_ns >= job->info.end_ns)
-        metrics_->observe("faultline_verdict_latency_seconds", double(v.created_ns - job->info.end_ns) / 1e9);
+      // Time from the job's end (as the scheduler stamped it) to its first verdict being
+      // committed (not to the start of the evaluation, which would hide the correlation).
+      const int64_t stored_ns = clock_.nowNs();
+      if (job && job->info.end_ns && stored_ns >= job->info.end_ns)
+        metrics_->observe("faultline_verdict_latency_seconds", double(stored_ns - job->info.end_ns) / 1e9);
     }
   }
   return v;
@@ -110,10 +112,13 @@ size_t VerdictEngine::tick() {
   std::set<std::string> late;
   int64_t watermark = store_.metaInt(kWatermarkKey, 0);
   int64_t newest = watermark;
-  const int64_t pre = std::max(options_.correlator.pre_start_ns, options_.window_margin_ns);
+  const int64_t pre = std::max({options_.correlator.context_pre_start_ns, options_.correlator.pre_start_ns,
+                                options_.window_margin_ns});
   const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
+  std::set<std::string> fresh_nodes;  // nodes with symptoms stored since the last tick
   for (const auto& span : store_.symptomsSince(watermark)) {
     newest = std::max(newest, span.max_id);
+    fresh_nodes.insert(span.node);
     for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
       late.insert(id);
   }
@@ -127,8 +132,20 @@ size_t VerdictEngine::tick() {
   for (auto& [id, v] : latest) {
     auto job = store_.job(id);
     if (!job || !job->ended()) continue;
-    VerdictRow next = evaluate(*job, "");
     const int64_t ended = job->end_recorded_ns ? job->end_recorded_ns : job->info.end_ns;
+    if (!late.count(id)) {
+      // An open verdict without late symptoms: evaluating it (symptoms fetched, correlated) only
+      // when one of the other revision reasons below can hold — not every tick for every open
+      // verdict, which during a fleet-wide cascade cost more than the ingest itself.
+      bool due = job->terminal_state != v.diagnosis.terminal_state ||
+                 (v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns) ||
+                 now - ended >= options_.final_timeout_ns ||
+                 std::any_of(job->info.nodes.begin(), job->info.nodes.end(),
+                             [&](const std::string& n) { return fresh_nodes.count(n) > 0; }) ||
+                 unreportedNodes(*job).empty();
+      if (!due) continue;
+    }
+    VerdictRow next = evaluate(*job, "");
     if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
     else if (job->terminal_state != v.diagnosis.terminal_state) next.reason = "job_update";
     else if (v.status == "provisional" && next.status == "final")
