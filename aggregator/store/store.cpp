@@ -41,14 +41,14 @@ bool isActiveJobState(std::string_view s) {
   return false;
 }
 
-namespace {
-
 bool validJobId(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;
   for (char c : id)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')) return false;
   return true;
 }
+
+namespace {
 
 std::string joinJsonArray(const std::vector<std::string>& v) { return json(v).dump(); }
 

@@ -48,6 +48,11 @@ struct IngestResult {
 };
 std::string_view ingestStatusName(IngestResult::Status s);
 
+// A scheduler job id as the aggregator accepts it: 1-64 of [A-Za-z0-9_.+-] (Slurm's "4242",
+// "4242_7", "4242+1", "4242.batch"). Never ':' — relayed jobs are "SITE:JOBID" and cannot
+// collide with local ones.
+bool validJobId(std::string_view id);
+
 // Slurm states of a job that has not finished (RUNNING, PENDING, COMPLETING, ...).
 bool isActiveJobState(std::string_view slurm_state);
 

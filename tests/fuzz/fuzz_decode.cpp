@@ -1,4 +1,5 @@
-// libFuzzer target for the ingest's message validation: common::decodeBatch with the
+// libFuzzer target for the ingest's message validation: common::decodeBatch (agents' batches)
+// and common::decodeRelayBatch (site relays' batches), both run on every input, with the
 // aggregator's limits must never crash, hang, leak or read out of bounds on any bytes, and what
 // it accepts must survive a re-encode (that property found the NUL-in-text case, now refused by
 // decodeBatch itself). Built with clang++ -fsanitize=fuzzer,address,undefined
@@ -9,11 +10,35 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/relay_wire.h"
 #include "common/wire.h"
+
+namespace {
+
+void relay(const uint8_t* data, size_t size, const faultline::common::DecodeLimits& limits) {
+  std::string reason;
+  auto batch = faultline::common::decodeRelayBatch(data, size, &reason, limits);
+  if (!batch) {
+    if (reason.empty()) std::abort();
+    return;
+  }
+  std::string again = faultline::common::encodeRelayBatch(*batch);
+  faultline::common::DecodeLimits relaxed = limits;
+  relaxed.max_bytes = size_t{1} << 30;
+  relaxed.traversal_words = uint64_t{1} << 30;
+  auto round = faultline::common::decodeRelayBatch(again.data(), again.size(), &reason, relaxed);
+  if (!round || round->items() != batch->items() || round->sequence != batch->sequence) {
+    std::fprintf(stderr, "relay batch accepted, but its re-encoding is refused: %s\n", reason.c_str());
+    std::abort();
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   faultline::common::DecodeLimits limits;
   limits.max_bytes = 1 << 20;  // keep each run small; the limit check itself is part of the target
+  relay(data, size, limits);
   std::string reason;
   auto batch = faultline::common::decodeBatch(data, size, &reason, limits);
   if (!batch) {

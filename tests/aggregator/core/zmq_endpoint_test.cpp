@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/protocol.h"
+#include "common/relay_wire.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -311,4 +312,75 @@ TEST_CASE("ingest: a NUL inside a text field is refused (it would not survive re
   CHECK(bad.status == IngestResult::Status::kRejected);
   CHECK(bad.reason == "decode: NUL in text");
   CHECK(metrics.counter("faultline_rejects_total", "decode: NUL in text") == 1);
+}
+
+namespace {
+
+std::string relayBytes(const std::string& site, uint64_t seq, const std::string& job_id = "7") {
+  common::RelayBatchData b;
+  b.site_id = site;
+  b.sequence = seq;
+  b.created_ns = kT0;
+  common::RelayVerdictData v;
+  v.job_id = job_id;
+  v.state = "FAILED";
+  v.exit_code = "1:0";
+  v.start_ns = kT0 - 600 * kSec;
+  v.end_ns = kT0;
+  v.nodelist = "gpu-[01-02]";
+  v.revision = 1;
+  v.created_ns = kT0;
+  v.status = "provisional";
+  v.reason = "job_end";
+  common::Diagnosis d;
+  d.job_id = job_id;
+  d.terminal_state = "fail";
+  d.sub_domain = common::SubDomain::kHardware;
+  v.diagnosis_json = common::toJson(d).dump();
+  b.verdicts = {v};
+  b.node_events = {{"gpu-01", kT0, "blamed", "xid.79", job_id}};
+  return common::encodeRelayBatch(b);
+}
+
+}  // namespace
+
+TEST_CASE("zmq endpoint: a site relay's key sends relay batches only, a node's key never", "[zmq][relay]") {
+  Fixture f;
+  KeyPair node, site;
+  f.allow("gpu-01", node);
+  std::filesystem::create_directories(f.dir.file("agents.d/relays"));
+  std::ofstream(f.dir.file("agents.d/relays/edge1.pub")) << site.pub << "\n";
+  f.start();
+  CHECK(f.endpoint->allowedKeys() == 2);
+  auto r = f.client(site, "relay-edge1");
+  r->send({"relay", relayBytes("edge1", 1)});
+  auto ack = r->waitAck();
+  REQUIRE(ack);
+  CHECK(ack->agent_id == "relay-edge1");
+  CHECK(ack->sequence == 1);
+  REQUIRE(f.store->latestVerdict("edge1:7"));
+  CHECK(f.store->job("edge1:7")->site == "edge1");
+  r->send({"relay+zstd", common::compressZstd(relayBytes("edge1", 1))});  // a resend: acked, stored once
+  ack = r->waitAck();
+  REQUIRE(ack);
+  CHECK(ack->sequence == 1);
+  CHECK(f.store->verdictHistory("edge1:7").size() == 1);
+
+  // Refused and counted, the loop goes on: a batch naming another site, a bad job id, a node's
+  // message from the relay key, a relay message from a node's key.
+  r->send({"relay", relayBytes("edge2", 2)});
+  REQUIRE(waitFor([&] { return f.rejects("relay: site mismatch") == 1; }));
+  r->send({"relay", relayBytes("edge1", 3, "7:drop")});
+  REQUIRE(waitFor([&] { return f.rejects("relay: bad job id") == 1; }));
+  r->send({"batch", batchBytes("gpu-01", 1)});
+  REQUIRE(waitFor([&] { return f.rejects("relay: not a relay message") == 1; }));
+  auto n = f.client(node, "agent-gpu-01");
+  n->send({"relay", relayBytes("gpu-01", 1)});
+  REQUIRE(waitFor([&] { return f.rejects("relay: not a relay key") == 1; }));
+  CHECK_FALSE(f.store->job("edge2:7"));
+  CHECK(f.store->counts().symptoms == 0);
+  // The node's own batches still work.
+  n->send({"batch", batchBytes("gpu-01", 1)});
+  REQUIRE(n->waitAck());
+  CHECK(f.store->counts().symptoms == 1);
 }
