@@ -53,6 +53,13 @@ json jobJson(const JobRow& j) {
               {"source", j.source}};
 }
 
+// A job relayed from an edge site says so (its id is "SITE:JOBID"; the diagnosis inside keeps
+// the site's own job id).
+json withSite(json out, const JobRow& j) {
+  if (!j.site.empty()) out["site"] = j.site;
+  return out;
+}
+
 bool live(const QueryContext& q, int64_t last_heartbeat_ns) {
   return last_heartbeat_ns && q.now_ns - last_heartbeat_ns <= q.agent_timeout_ns;
 }
@@ -82,7 +89,7 @@ std::optional<int64_t> parseSince(std::string_view text, int64_t now_ns) {
 json queryJobs(const QueryContext& q, const JobFilter& filter) {
   json out = json::array();
   for (const auto& j : q.store.jobs(filter)) {
-    json row = jobJson(j);
+    json row = withSite(jobJson(j), j);
     auto v = q.store.latestVerdict(j.info.job_id);
     row["verdict"] = v ? verdictSummary(*v) : json(nullptr);
     out.push_back(std::move(row));
@@ -93,7 +100,7 @@ json queryJobs(const QueryContext& q, const JobFilter& filter) {
 json queryJob(const QueryContext& q, const std::string& job_id) {
   auto j = q.store.job(job_id);
   if (!j) return nullptr;
-  json out = jobJson(*j);
+  json out = withSite(jobJson(*j), *j);
   out["nodes"] = j->info.nodes;
   out["revisions"] = json::array();
   for (const auto& v : q.store.verdictHistory(job_id)) out["revisions"].push_back(verdictSummary(v));
@@ -110,6 +117,7 @@ json queryDiagnosis(const QueryContext& q, const std::string& job_id) {
                   {"reason", v->reason},
                   {"created", timeOrNull(v->created_ns)},
                   {"missing_nodes", v->missing_nodes}};
+  if (auto j = q.store.job(job_id); j && !j->site.empty()) d["verdict"]["site"] = j->site;
   return d;
 }
 

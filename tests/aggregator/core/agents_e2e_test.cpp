@@ -184,6 +184,15 @@ class Harness {
     central_endpoint_ = trimmed(slurp(dir_.file("central-ingest")));
   }
   void killCentral() { stopChild(central_, SIGKILL); }
+  std::string centralDb() { return dir_.file("central.db"); }
+  // A failed sample job's id at the central ("edge1:ID").
+  std::string failedJobId() {
+    for (const auto& s : samples_) {
+      std::string st = s.job["state"].get<std::string>();
+      if (st != "COMPLETED") return "edge1:" + s.job["job_id"].get<std::string>();
+    }
+    return "";
+  }
   std::string centralEndpoint() const { return central_endpoint_; }
 
   // Symptom summaries the central holds, (node, rule) -> summed count.
@@ -460,6 +469,15 @@ TEST_CASE("site relay e2e: the central holds the site's diagnoses, also after th
   // Summaries: every occurrence the site stored, counted once at the central.
   CHECK(pollUntil([&] { return h.centralStored() == h.expected(); }, std::chrono::seconds(30)));
   CHECK(pollUntil([&] { return h.siteOutboxBatches() == 0; }, std::chrono::seconds(30)));
+  // The operator's view at the central: the site's job by its relayed id, the relay as an agent.
+  auto job = runCommand(std::string(FAULTLINE_CLI_BIN) + " --db " + h.centralDb() + " job " + h.failedJobId() +
+                            " --json",
+                        1 << 20);
+  INFO(job.out);
+  CHECK(job.status == 0);
+  CHECK(job.out.find("\"site\": \"edge1\"") != std::string::npos);
+  auto agents = runCommand(std::string(FAULTLINE_CLI_BIN) + " --db " + h.centralDb() + " agents --json", 1 << 20);
+  CHECK(agents.out.find("relay:edge1") != std::string::npos);
   h.stopAgents();
 }
 
