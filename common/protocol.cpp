@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/schema/faultline.capnp.h"
+#include "common/wire_detail.h"
 
 namespace faultline::common {
 
@@ -198,17 +199,9 @@ std::string encodeHeartbeat(const HeartbeatData& hb) {
 }
 
 std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::string* reason) {
-  if (payload.empty() || payload.size() > kMaxHeartbeatBytes) {
-    *reason = payload.empty() ? "empty" : "too large";
-    return std::nullopt;
-  }
   HeartbeatData hb;
-  try {
-    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(reinterpret_cast<const kj::byte*>(payload.data()), payload.size()));
-    capnp::ReaderOptions opts;
-    opts.traversalLimitInWords = kHeartbeatTraversalWords;
-    capnp::PackedMessageReader message(in, opts);
-    auto root = message.getRoot<schema::Heartbeat>();
+  const DecodeLimits limits{.max_bytes = kMaxHeartbeatBytes, .traversal_words = kHeartbeatTraversalWords, .nesting = 64};
+  bool ok = wire_detail::readPacked<schema::Heartbeat>(payload.data(), payload.size(), limits, reason, [&](auto root) {
     // As in decodeBatch (common/wire.cpp): a NUL inside a Text would read back cut once stored.
     auto text = [](capnp::Text::Reader t) {
       if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
@@ -252,13 +245,8 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
       h.lag_ns = s.getLagNs();
       hb.sources.push_back(std::move(h));
     }
-  } catch (const kj::Exception& e) {
-    *reason = std::string("malformed: ") + e.getDescription().cStr();
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    *reason = e.what();
-    return std::nullopt;
-  }
+  });
+  if (!ok) return std::nullopt;
   return hb;
 }
 

@@ -51,22 +51,8 @@ std::string encodeRelayBatch(const RelayBatchData& batch) {
 
 std::optional<RelayBatchData> decodeRelayBatch(const void* data, size_t size, std::string* reason,
                                                const DecodeLimits& limits) {
-  if (size == 0) {
-    *reason = "empty";
-    return std::nullopt;
-  }
-  if (size > limits.max_bytes) {
-    *reason = "too large";
-    return std::nullopt;
-  }
   RelayBatchData out;
-  try {
-    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(static_cast<const kj::byte*>(data), size));
-    capnp::ReaderOptions opts;
-    opts.traversalLimitInWords = limits.traversal_words;
-    opts.nestingLimit = limits.nesting;
-    capnp::PackedMessageReader message(in, opts);
-    auto root = message.getRoot<schema::RelayBatch>();
+  bool ok = wire_detail::readPacked<schema::RelayBatch>(data, size, limits, reason, [&](auto root) {
     wire_detail::TextReader text{limits};
     // A diagnosis of a large job (its chain, its coverage) may exceed the per-field limit of a
     // symptom's text; it is bounded by the message size instead.
@@ -117,13 +103,8 @@ std::optional<RelayBatchData> decodeRelayBatch(const void* data, size_t size, st
       out.node_events.push_back(std::move(e));
     }
     for (auto b : symptoms) out.symptoms.push_back(wire_detail::readSymptom(b, text));
-  } catch (const kj::Exception& e) {
-    *reason = std::string("malformed: ") + e.getDescription().cStr();
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    *reason = e.what();
-    return std::nullopt;
-  }
+  });
+  if (!ok) return std::nullopt;
   return out;
 }
 

@@ -138,23 +138,8 @@ std::string encodeBatch(const SymptomBatchData& batch) {
 
 std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::string* reason,
                                             const DecodeLimits& limits) {
-  if (size == 0) {
-    *reason = "empty";
-    return std::nullopt;
-  }
-  if (size > limits.max_bytes) {
-    *reason = "too large";
-    return std::nullopt;
-  }
   SymptomBatchData out;
-  // Exceptions from Cap'n Proto mean the bytes are hostile or broken; they stop here.
-  try {
-    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(static_cast<const kj::byte*>(data), size));
-    capnp::ReaderOptions opts;
-    opts.traversalLimitInWords = limits.traversal_words;
-    opts.nestingLimit = limits.nesting;
-    capnp::PackedMessageReader message(in, opts);
-    auto root = message.getRoot<schema::SymptomBatch>();
+  bool ok = wire_detail::readPacked<schema::SymptomBatch>(data, size, limits, reason, [&](auto root) {
     TextReader text{limits};
     auto& h = out.header;
     h.agent_id = text(root.getAgentId(), "agentId");
@@ -178,13 +163,8 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
       c.reason = text(b.getReason(), "reason");
       out.sources.push_back(std::move(c));
     }
-  } catch (const kj::Exception& e) {
-    *reason = std::string("malformed: ") + e.getDescription().cStr();
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    *reason = e.what();
-    return std::nullopt;
-  }
+  });
+  if (!ok) return std::nullopt;
   return out;
 }
 

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "common/schema/faultline.capnp.h"
@@ -23,5 +26,32 @@ std::string packToString(capnp::MessageBuilder& message);
 void fillSymptom(schema::Symptom::Builder b, const Symptom& s);
 // Throws std::runtime_error with the reason when a field is out of range.
 Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text);
+
+// Reads one packed message of `Root` within `limits` and hands its root to `read`, which fills the
+// caller's result and throws std::runtime_error(reason) on a bad field. false + *reason when the
+// bytes are refused: "empty", "too large", "malformed: ..." (Cap'n Proto's own checks:
+// truncation, traversal and nesting limits), or what `read` threw. Nothing escapes.
+template <typename Root, typename Read>
+bool readPacked(const void* data, size_t size, const DecodeLimits& limits, std::string* reason, Read&& read) {
+  if (size == 0 || size > limits.max_bytes) {
+    *reason = size == 0 ? "empty" : "too large";
+    return false;
+  }
+  try {
+    kj::ArrayInputStream in(kj::ArrayPtr<const kj::byte>(static_cast<const kj::byte*>(data), size));
+    capnp::ReaderOptions opts;
+    opts.traversalLimitInWords = limits.traversal_words;
+    opts.nestingLimit = limits.nesting;
+    capnp::PackedMessageReader message(in, opts);
+    read(message.getRoot<Root>());
+  } catch (const kj::Exception& e) {
+    *reason = std::string("malformed: ") + e.getDescription().cStr();
+    return false;
+  } catch (const std::exception& e) {
+    *reason = e.what();
+    return false;
+  }
+  return true;
+}
 
 }  // namespace faultline::common::wire_detail

@@ -6,6 +6,7 @@
 
 #include "aggregator/store/store.h"
 #include "common/relay_wire.h"
+#include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -13,14 +14,6 @@ using namespace faultline::aggregator;
 using namespace faultline::aggregator::testing;
 
 namespace {
-
-std::unique_ptr<Store> openStore(const std::string& path, const Clock& clock) {
-  std::string error;
-  auto store = Store::open(path, clock, {}, &error);
-  INFO(error);
-  REQUIRE(store);
-  return store;
-}
 
 void failedJob(Store& store, const std::string& id, const std::string& nodes, int64_t start, int64_t end) {
   JobUpdate u;

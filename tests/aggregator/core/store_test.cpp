@@ -7,23 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
 using namespace faultline::aggregator;
 using namespace faultline::aggregator::testing;
-
-namespace {
-
-std::unique_ptr<Store> openStore(const std::string& path, const Clock& clock) {
-  std::string error;
-  auto store = Store::open(path, clock, {}, &error);
-  INFO(error);
-  REQUIRE(store);
-  return store;
-}
-
-}  // namespace
 
 TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store]") {
   TempDir dir;
