@@ -2,9 +2,13 @@
 # Applies site.yml (both roles) to localhost (connection: local) into a scratch root, with package
 # installation and service management off, and checks what results: the node's key pair, the
 # aggregator's key pair, the allow-list entry, agent.yaml (accepted by the real faultline-agent),
-# aggregator.env and the job-events token. Then: a second apply changes nothing, check mode changes nothing, and a
-# health check that does not find the agent live fails the batch.
-#   apply_test.sh SOURCE_DIR FAULTLINE_AGENT_BINARY [all|check-fresh|apply]
+# aggregator.env and the job-events token. A second host, edge01 (also local, its own scratch
+# root), is an edge site's aggregator relaying to localhost as the central: its aggregator.env has
+# the --relay-* options, its central.pub is the central's key, and the central's allow-list has
+# relays/site-a.pub = the site's key (both envs are accepted by the real faultline-aggregator when
+# it is found). Then: a second apply changes nothing, check mode changes nothing, a health check
+# that does not find the agent live fails the batch, and a relay without ingest fails.
+#   apply_test.sh SOURCE_DIR FAULTLINE_AGENT_BINARY [all|check-fresh|apply] [FAULTLINE_AGGREGATOR_BINARY]
 # check-fresh: only check mode on an empty root (must neither fail nor write anything); apply:
 # everything else. CTest runs the two as separate tests so that they can run side by side.
 set -euo pipefail
@@ -12,12 +16,15 @@ set -euo pipefail
 src=$(cd "$1" && pwd)
 agent_bin=$(realpath "$2")
 mode=${3:-all}
+# Default: the build tree's, beside the agent's directory.
+agg_bin=${4:-$(dirname "$agent_bin")/../aggregator/faultline-aggregator}
 [ -x "$agent_bin" ] || { echo "apply_test: no faultline-agent binary at $agent_bin" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/faultline-ansible.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-root=$tmp/root
-mkdir -p "$root"
+root=$tmp/root            # localhost: the central aggregator and the GPU node
+site_root=$tmp/site-root  # edge01: the edge site's aggregator
+mkdir -p "$root" "$site_root"
 
 export ANSIBLE_CONFIG=$src/ansible/ansible.cfg
 export ANSIBLE_HOME=$tmp/ansible-home
@@ -28,20 +35,33 @@ export ANSIBLE_FORCE_COLOR=0
 export ANSIBLE_DEPRECATION_WARNINGS=0
 export ANSIBLE_MODULE_COMPRESSION=ZIP_STORED  # less CPU per task; nothing goes over a wire here
 
+# faultline_root per host (not an extra var, which would win over it): the relay tasks write
+# into the central's root.
 cat > "$tmp/inventory.ini" <<INI
 [aggregators]
-localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3
+localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$root
+
+[site_aggregators]
+edge01 ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$site_root
 
 [gpu_nodes]
-localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3
+localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$root
 INI
+mkdir -p "$tmp/host_vars"
+cat > "$tmp/host_vars/edge01.yml" <<VARS
+faultline_aggregator_relay_upstream: tcp://localhost:7400
+faultline_aggregator_relay_site: site-a
+faultline_aggregator_relay_symptoms: true
+faultline_aggregator_relay_rate_bytes_per_sec: 50000
+faultline_aggregator_relay_max_bytes: 1048576
+faultline_aggregator_relay_interval: 5
+VARS
 
 # What `faultline agents --json` prints once the node's agent is heard (and once it is not).
 echo '[{"agent_id": "testnode01", "live": true, "agent_version": "0.1.0"}]' > "$tmp/agents.json"
 echo '[{"agent_id": "testnode01", "live": false}]' > "$tmp/agents-dead.json"
 
 cat > "$tmp/vars.yml" <<VARS
-faultline_root: $root
 faultline_install_package: false
 faultline_manage_services: false
 faultline_agent_user: root
@@ -56,7 +76,6 @@ faultline_agent_extra_config: {spool_max_bytes: 1048576}
 faultline_aggregator_retention_days: 14
 faultline_aggregator_sacct_command: sacct --json --allusers
 faultline_aggregator_extra_options: [--settle, 300]
-faultline_aggregator_ingest: true
 faultline_agent_health_check: command
 faultline_agent_health_check_command: cat $tmp/agents.json
 faultline_agent_health_check_retries: 1
@@ -73,14 +92,23 @@ run() {
     cat "$tmp/$name.log" >&2
     return 1
   fi
-  grep -E '^localhost +:' "$tmp/$name.log" | tail -1
+  grep -E '^(localhost|edge01) +:' "$tmp/$name.log" | tail -2 | tr '\n' ' '; echo
 }
-changed() { grep -E '^localhost +:' "$tmp/$1.log" | tail -1 | sed -E 's/.*changed=([0-9]+).*/\1/'; }
+# Tasks changed on both hosts (the recap's last line per host).
+changed() {
+  local n=0 h
+  for h in localhost edge01; do
+    n=$((n + $(grep -E "^$h +:" "$tmp/$1.log" | tail -1 | sed -E 's/.*changed=([0-9]+).*/\1/')))
+  done
+  echo $n
+}
 
 # 1. Check mode on an empty root: no failure, nothing written.
 if [ "$mode" != apply ]; then
   run check-empty --check || fail "check mode on an empty root failed"
-  [ -z "$(find "$root" -mindepth 1 -print -quit)" ] || fail "check mode wrote into $root: $(find "$root" -mindepth 1)"
+  for r in "$root" "$site_root"; do
+    [ -z "$(find "$r" -mindepth 1 -print -quit)" ] || fail "check mode wrote into $r: $(find "$r" -mindepth 1)"
+  done
   if [ "$mode" = check-fresh ]; then
     echo "apply_test: ok (check mode on an empty root)"
     exit 0
@@ -142,12 +170,82 @@ token=$root/etc/faultline/token
 [ "$(wc -c < "$token")" -ge 32 ] || fail "token too short"
 [ -d "$root/etc/faultline/agents.d" ] || fail "no allow-list directory"
 
-sum_before=$(sha256sum "$curve"/* "$conf" "$env" "$token" | sha256sum)
+# The edge site's relay: its own key pair, the central's key as central.pub, the --relay-* options,
+# and its public key in the central's allow-list under relays/.
+site_curve=$site_root/etc/faultline/curve
+for f in server.key server.pub central.pub; do
+  [ -s "$site_curve/$f" ] || fail "missing $site_curve/$f"
+done
+[ "$(cat "$site_curve/server.pub")" != "$(cat "$curve/server.pub")" ] || fail "site and central share a key"
+cmp -s "$site_curve/central.pub" "$curve/server.pub" || fail "the site's central.pub is not the central's server.pub"
+relay_key=$root/etc/faultline/agents.d/relays/site-a.pub
+[ -f "$relay_key" ] || fail "no relay entry $relay_key in the central's allow-list"
+cmp -s "$relay_key" "$site_curve/server.pub" || fail "relays/site-a.pub differs from the site's server.pub"
+[ ! -e "$site_root/etc/faultline/agents.d/relays" ] || fail "the site got a relays/ directory of its own"
+site_env=$site_root/etc/faultline/aggregator.env
+site_opts=$(sed -n 's/^FAULTLINE_AGGREGATOR_OPTS=//p' "$site_env")
+python3 - "$site_opts" <<'PY' || fail "site aggregator.env: $site_opts"
+import shlex, sys
+args = shlex.split(shlex.split(sys.argv[1])[0])
+want = ["--listen", "127.0.0.1", "--port", "8470", "--retention-days", "14",
+        "--job-retention-days", "180", "--sacct-command", "sacct --json --allusers", "--sacct-interval", "60",
+        "--ingest-endpoint", "tcp://0.0.0.0:7400", "--curve-secret-key", "/etc/faultline/curve/server.key",
+        "--allow-dir", "/etc/faultline/agents.d",
+        "--relay-upstream", "tcp://localhost:7400", "--relay-site", "site-a",
+        "--relay-server-key", "/etc/faultline/curve/central.pub", "--relay-symptoms", "--relay-zstd",
+        "--relay-rate", "50000", "--relay-max-bytes", "1048576", "--relay-interval", "5",
+        "--relay-ack-timeout", "10", "--settle", "300"]
+if args != want:
+    sys.exit(f"got {args}")
+PY
+
+# The real aggregator takes both envs' options (paths moved into the scratch roots, ephemeral
+# ports, no sacct): the central loads the relay key with the node's, the site starts its relay.
+# check_aggregator NAME ROOT LOG_LINE: runs it until it logs LOG_LINE, then stops it.
+check_aggregator() {
+  local name=$1 r=$2 want=$3 args pid deadline=$((SECONDS + 30))
+  mapfile -d '' args < <(python3 - "$(sed -n 's/^FAULTLINE_AGGREGATOR_OPTS=//p' "$r/etc/faultline/aggregator.env")" "$r" <<'PY'
+import shlex, sys
+args, out = iter(shlex.split(shlex.split(sys.argv[1])[0])), []
+for a in args:
+    if a in ("--sacct-command", "--sacct-interval"):
+        next(args)
+    elif a in ("--port", "--ingest-endpoint"):
+        next(args)
+        out += [a, "0" if a == "--port" else "tcp://127.0.0.1:*"]
+    else:
+        out.append(sys.argv[2] + a if a.startswith("/etc/faultline/") else a)
+sys.stdout.write("".join(a + "\0" for a in out))
+PY
+  )
+  "$agg_bin" --db "$tmp/$name.db" --rules "$src/rules" "${args[@]}" > "$tmp/$name-aggregator.log" 2>&1 &
+  pid=$!
+  until grep -qF -- "$want" "$tmp/$name-aggregator.log"; do
+    if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+      kill "$pid" 2>/dev/null || true
+      cat "$tmp/$name-aggregator.log" >&2
+      fail "faultline-aggregator with the $name's aggregator.env did not log: $want"
+    fi
+    sleep 0.1
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  ! grep -F 'allow-list:' "$tmp/$name-aggregator.log" >&2 || fail "the $name's allow-list has bad entries"
+}
+if [ -x "$agg_bin" ]; then
+  check_aggregator central "$root" "2 agent keys from $root/etc/faultline/agents.d"
+  check_aggregator site "$site_root" "relaying site site-a to tcp://localhost:7400, with symptom summaries, zstd"
+else
+  echo "apply_test: no faultline-aggregator at $agg_bin: the envs are not run" >&2
+fi
+
+applied() { sha256sum "$curve"/* "$conf" "$env" "$token" "$relay_key" "$site_curve"/* "$site_env" | sha256sum; }
+sum_before=$(applied)
 
 # 3. Idempotent: a second apply changes nothing, keys included.
 run apply-again || fail "second apply failed"
 [ "$(changed apply-again)" -eq 0 ] || fail "second apply changed $(changed apply-again) task(s): $(grep -E '^changed:' "$tmp/apply-again.log")"
-[ "$sum_before" = "$(sha256sum "$curve"/* "$conf" "$env" "$token" | sha256sum)" ] || fail "second apply rewrote keys or config"
+[ "$sum_before" = "$(applied)" ] || fail "second apply rewrote keys or config"
 
 # 4. Check mode on the applied root: nothing would change.
 run check-applied --check --diff || fail "check mode on the applied root failed"
@@ -161,4 +259,11 @@ if run unhealthy -e "faultline_agent_health_check_command='cat $tmp/agents-dead.
 fi
 grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy.log" || fail "health check did not run"
 
-echo "apply_test: ok (apply, idempotent second apply, check mode, health check)"
+# 6. A site relay without the agents' ingest (no key pair to authenticate with) stops before
+# anything is written.
+if run relay-without-ingest --limit edge01 -e faultline_aggregator_ingest=false 2>/dev/null; then
+  fail "a site relay without ingest was applied"
+fi
+grep -q 'faultline_aggregator_ingest is off' "$tmp/relay-without-ingest.log" || fail "relay without ingest: no clear failure"
+
+echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, relay assert)"
