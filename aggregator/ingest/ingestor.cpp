@@ -20,6 +20,20 @@ IngestResult Ingestor::reject(std::string reason) {
 
 void Ingestor::countReject(const std::string& reason) { metrics_.add("faultline_rejects_total", "reason", reason); }
 
+bool Ingestor::beginGroup() {
+  std::string error;
+  if (store_.beginGroup(&error)) return true;
+  metrics_.add("faultline_ingest_group_errors_total", "step", "begin");
+  return false;
+}
+
+bool Ingestor::endGroup() {
+  std::string error;
+  if (store_.endGroup(&error)) return true;
+  metrics_.add("faultline_ingest_group_errors_total", "step", "commit");
+  return false;
+}
+
 IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view authenticated_agent,
                                    std::string_view authenticated_host, uint64_t* sequence) {
   std::string reason;

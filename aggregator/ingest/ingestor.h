@@ -35,6 +35,10 @@ class Ingestor {
   bool heartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
   // Counts a message rejected before it reached decoding (frame count, size, unknown type, ...).
   void countReject(const std::string& reason);
+  // Group commit of the calls in between (Store::beginGroup): the ingest loop wraps one pass
+  // over its queued messages and sends the acks only after endGroup() returned true.
+  bool beginGroup();
+  bool endGroup();
 
  private:
   IngestResult reject(std::string reason);

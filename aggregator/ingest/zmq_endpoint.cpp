@@ -51,6 +51,8 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
   if (!options_.log) options_.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   metrics_.describe("faultline_heartbeats_total", "heartbeats stored");
   metrics_.describe("faultline_acks_total", "acks sent (stored or duplicate batches)");
+  metrics_.describe("faultline_ingest_group_errors_total",
+                    "group commits of an ingest pass that failed (begin: batches committed one by one; commit: not acked)");
   metrics_.describe("faultline_allowlist_reloads_total", "allow-list loads, by result");
   metrics_.describe("faultline_ingest_log_suppressed_total", "reject log lines left out by the rate limit");
   metrics_.describe("faultline_ingest_received_bytes_total",
@@ -190,7 +192,22 @@ void ZmqEndpoint::handleZap() {
 }
 
 void ZmqEndpoint::handleRouter() {
-  // Drain what is queued now (bounded, so ZAP requests are not starved by a flood).
+  // Drain what is queued now (bounded, so ZAP requests are not starved by a flood), all of it in
+  // one group commit: one fsync per pass instead of one per batch. Acks go out after the commit.
+  const bool group = ingestor_.beginGroup();
+  struct Flush {
+    ZmqEndpoint* self;
+    bool group;
+    ~Flush() {
+      if (group && !self->ingestor_.endGroup()) {
+        // Nothing of this pass is stored: no acks, the agents resend.
+        self->logLine("faultline-aggregator: ingest: group commit failed; " +
+                      std::to_string(self->pending_acks_.size()) + " batches will be resent");
+        self->pending_acks_.clear();
+      }
+      self->sendAcks();
+    }
+  } flush{this, group};
   for (int n = 0; n < 256; ++n) {
     std::vector<zmq::message_t> frames;
     while (true) {
@@ -203,6 +220,21 @@ void ZmqEndpoint::handleRouter() {
     if (frames.empty()) return;
     handleMessage(frames);
   }
+}
+
+void ZmqEndpoint::sendAcks() {
+  for (const auto& [routing_id, ack] : pending_acks_) {
+    metrics_.add("faultline_acks_total");  // before the send: a test may read it on the ack
+    try {
+      router_->send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(zmq::buffer(common::kTypeAck), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(zmq::buffer(ack), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      // The agent resends what is not acked; nothing is lost.
+      logLine("faultline-aggregator: ingest: ack to " + printable(routing_id) + ": " + e.what());
+    }
+  }
+  pending_acks_.clear();
 }
 
 void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
@@ -249,17 +281,8 @@ void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
       // Counted by the Ingestor; only logged here.
       return reject("", who, r.reason);
     }
-    // Acked only now: the batch is committed (or was already).
-    std::string ack = common::encodeAck({routing_id, sequence});
-    metrics_.add("faultline_acks_total");  // before the send: a test may read it on the ack
-    try {
-      router_->send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      router_->send(zmq::buffer(common::kTypeAck), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      router_->send(zmq::buffer(ack), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t& e) {
-      // The agent resends what is not acked; nothing is lost.
-      logLine(std::string("faultline-aggregator: ingest: ack to ") + who + ": " + e.what());
-    }
+    // Acked once the pass's group is committed (sendAcks).
+    pending_acks_.emplace_back(routing_id, common::encodeAck({routing_id, sequence}));
     return;
   }
   if (type == common::kTypeHeartbeat) {

@@ -63,11 +63,14 @@ class ZmqEndpoint {
   void handleZap();
   void handleRouter();
   void handleMessage(std::vector<zmq::message_t>& frames);
+  void sendAcks();
   void reject(const std::string& reason, const std::string& who, const std::string& detail = "");
   void logLine(const std::string& line);
 
   Ingestor& ingestor_;
   Metrics& metrics_;
+  // Acks of the current pass: (routing id, encoded ack), sent once the pass's group committed.
+  std::vector<std::pair<std::string, std::string>> pending_acks_;
   const Clock& clock_;
   ZmqEndpointOptions options_;
   zmq::context_t ctx_;

@@ -65,13 +65,21 @@ bool Db::exec(std::string_view sql, std::string* error) {
   return true;
 }
 
-Transaction::Transaction(Db& db) : db_(db) { began_ = db_.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Db& db) : db_(db), nested_(sqlite3_get_autocommit(db.get()) == 0) {
+  began_ = db_.exec(nested_ ? "SAVEPOINT tx" : "BEGIN IMMEDIATE");
+}
 Transaction::~Transaction() {
-  if (began_ && !done_) db_.exec("ROLLBACK");
+  if (!began_ || done_) return;
+  if (nested_) {
+    db_.exec("ROLLBACK TO tx");
+    db_.exec("RELEASE tx");
+  } else {
+    db_.exec("ROLLBACK");
+  }
 }
 bool Transaction::commit(std::string* error) {
   if (!began_ || done_) return false;
-  done_ = db_.exec("COMMIT", error);
+  done_ = db_.exec(nested_ ? "RELEASE tx" : "COMMIT", error);
   return done_;
 }
 

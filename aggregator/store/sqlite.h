@@ -62,6 +62,9 @@ class Db {
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() succeeded.
+// BEGIN IMMEDIATE .. COMMIT, rolled back unless committed. Inside an open transaction (a group
+// commit, Store::beginGroup) it is a SAVEPOINT instead: commit() releases it into the outer
+// transaction, and a failure rolls back only its own writes.
 class Transaction {
  public:
   explicit Transaction(Db& db);
@@ -71,6 +74,7 @@ class Transaction {
 
  private:
   Db& db_;
+  bool nested_ = false;
   bool began_ = false;
   bool done_ = false;
 };

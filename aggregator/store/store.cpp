@@ -820,6 +820,26 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
   return deleted;
 }
 
+bool Store::beginGroup(std::string* error) {
+  mu_.lock();
+  if (in_group_ || !db_->exec("BEGIN IMMEDIATE", error)) {
+    if (in_group_ && error) *error = "store: group already open";
+    mu_.unlock();
+    return false;
+  }
+  in_group_ = true;
+  return true;
+}
+
+bool Store::endGroup(std::string* error) {
+  if (!in_group_) return false;  // not held by a group: nothing to unlock
+  bool ok = db_->exec("COMMIT", error);
+  if (!ok) db_->exec("ROLLBACK");
+  in_group_ = false;
+  mu_.unlock();
+  return ok;
+}
+
 StoreCounts Store::counts() {
   std::lock_guard lock(mu_);
   StoreCounts c;

@@ -284,6 +284,15 @@ class Store {
   // (site, sequence). Verdicts keep the site's revision numbers under the job id "SITE:JOBID".
   IngestResult ingestRelay(const common::RelayBatchData& batch, std::string_view authenticated_site);
 
+  // Group commit, for the ingest loop: between beginGroup() and endGroup() every write made by
+  // this thread joins one transaction (each call still atomic on its own, as a savepoint) that
+  // endGroup() commits — one fsync for a whole burst of batches instead of one per batch. The
+  // store stays locked for other threads meanwhile, so keep a group short (one pass over what
+  // is queued). Nothing written in a group is durable before endGroup() returns true: acks wait
+  // for it. false from beginGroup: no group (calls commit on their own).
+  bool beginGroup(std::string* error);
+  bool endGroup(std::string* error);
+
   StoreCounts counts();
   int schemaVersion();
   static int latestSchemaVersion();
@@ -295,7 +304,10 @@ class Store {
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
 
-  std::mutex mu_;
+  // Recursive: a group commit holds it from beginGroup to endGroup while the calls inside lock it
+  // again.
+  std::recursive_mutex mu_;
+  bool in_group_ = false;
   std::unique_ptr<sql::Db> db_;
   const Clock& clock_;
 };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "common/protocol.h"
@@ -383,4 +384,45 @@ TEST_CASE("zmq endpoint: a site relay's key sends relay batches only, a node's k
   n->send({"batch", batchBytes("gpu-01", 1)});
   REQUIRE(n->waitAck());
   CHECK(f.store->counts().symptoms == 1);
+}
+
+TEST_CASE("zmq endpoint: a burst is committed as a group and every batch acked once, after the commit",
+          "[zmq]") {
+  Fixture f;
+  KeyPair a, b;
+  f.allow("gpu-01", a);
+  f.allow("gpu-02", b);
+  f.start();
+  auto ca = f.client(a, "agent-gpu-01");
+  auto cb = f.client(b, "agent-gpu-02");
+  // Queued faster than one pass drains: several passes, each one group.
+  for (uint64_t seq = 1; seq <= 300; ++seq) {
+    ca->send({"batch", batchBytes("gpu-01", seq, 2)});
+    cb->send({"batch", batchBytes("gpu-02", seq, 1)});
+    if (seq % 100 == 0) ca->send({"batch", batchBytes("gpu-01", seq, 2)});  // a resend in the same burst
+  }
+  size_t early = 0;  // acks that arrived before their batch was readable
+  auto drain = [&](Client& c, const std::string& node, size_t per_batch, size_t want) {
+    std::map<uint64_t, int> seen;
+    for (size_t i = 0; i < want; ++i) {
+      auto ack = c.waitAck();
+      if (!ack) break;
+      ++seen[ack->sequence];
+      // When an ack arrives its batch is committed: readable from another thread, so the node
+      // has at least the symptoms of every distinct batch acked so far.
+      SymptomFilter filter;
+      filter.nodes = {node};
+      filter.limit = 10'000;
+      if (f.store->symptoms(filter).size() < seen.size() * per_batch) ++early;
+    }
+    return seen;
+  };
+  auto acks_a = drain(*ca, "gpu-01", 2, 303), acks_b = drain(*cb, "gpu-02", 1, 300);
+  CHECK(acks_a.size() == 300);
+  CHECK(acks_b.size() == 300);
+  CHECK(acks_a[100] == 2);  // the resend is acked again
+  CHECK(acks_a[1] == 1);
+  CHECK(f.store->counts().symptoms == 300 * 2 + 300);
+  CHECK(f.store->counts().batches == 600);
+  CHECK(early == 0);
 }
