@@ -113,6 +113,13 @@ int main(int argc, char** argv) {
   app.add_option("--relay-interval", relay_interval, "seconds between relay collections");
   app.add_option("--relay-ack-timeout", relay_ack_timeout, "seconds before an unacknowledged relay batch is resent");
   CLI11_PARSE(app, argc, argv);
+  if (!relay_site.empty() && (relay_site.size() > 64 || relay_site.find_first_not_of(
+                                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                                                            std::string::npos)) {
+    // It names relays/SITE.pub at the central and prefixes the site's job ids ("SITE:JOBID").
+    std::fprintf(stderr, "faultline-aggregator: --relay-site: 1-64 of letters, digits, '.', '_', '-'\n");
+    return 2;
+  }
   if (!relay_upstream.empty() &&
       (relay_site.empty() || relay_server_key_file.empty() || curve_secret_file.empty())) {
     std::fprintf(stderr,
