@@ -146,7 +146,10 @@ TEST_CASE("zmq endpoint: an allowed key is accepted, its batch stored and acked,
   hb.hostname = "gpu-01";
   hb.boot_id = "boot-1";
   hb.created_ns = kT0;
-  hb.sources.push_back({.name = "kmsg", .format = "kmsg", .records = 5});
+  common::SourceHealth kmsg;
+  kmsg.name = kmsg.format = "kmsg";
+  kmsg.records = 5;
+  hb.sources.push_back(kmsg);
   c->send({"heartbeat", common::encodeHeartbeat(hb)});
   REQUIRE(waitFor([&] { return f.metrics.counter("faultline_heartbeats_total") == 1; }));
   auto agents = f.store->agents();
