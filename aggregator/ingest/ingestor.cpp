@@ -27,6 +27,8 @@ bool Ingestor::beginGroup() {
   return false;
 }
 
+bool Ingestor::othersWaiting() const { return store_.othersWaiting(); }
+
 bool Ingestor::endGroup() {
   std::string error;
   if (store_.endGroup(&error)) return true;

@@ -39,6 +39,7 @@ class Ingestor {
   // over its queued messages and sends the acks only after endGroup() returned true.
   bool beginGroup();
   bool endGroup();
+  bool othersWaiting() const;
 
  private:
   IngestResult reject(std::string reason);

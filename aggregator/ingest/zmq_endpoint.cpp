@@ -219,6 +219,9 @@ void ZmqEndpoint::handleRouter() {
     }
     if (frames.empty()) return;
     handleMessage(frames);
+    // The HTTP API or the verdict engine wants the store: commit and ack what we have, the
+    // rest of the queue is read at the next poll.
+    if (group && ingestor_.othersWaiting()) return;
   }
 }
 

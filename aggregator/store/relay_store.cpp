@@ -55,7 +55,7 @@ std::vector<common::Symptom> summarise(std::vector<common::Symptom> in) {
 }  // namespace
 
 bool Store::setRelayCapture(bool on, std::string* error) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
     *error = "store: " + db_->errmsg();
@@ -89,7 +89,7 @@ bool Store::setRelayCapture(bool on, std::string* error) {
 
 std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions& o, std::string* error) {
   const int64_t now = clock_.nowNs();
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
     *error = "store: " + db_->errmsg();
@@ -247,7 +247,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
 }
 
 std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), by_severity ? "SELECT seq, max_severity, items, payload FROM relay_outbox "
                                    "ORDER BY max_severity DESC, seq ASC"
                                  : "SELECT seq, max_severity, items, payload FROM relay_outbox ORDER BY seq ASC");
@@ -261,14 +261,14 @@ std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity
 }
 
 bool Store::relayAck(uint64_t sequence) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
   d.bind(1, sequence);
   return d.step() == SQLITE_DONE;
 }
 
 RelayOutboxStats Store::relayOutboxStats() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   RelayOutboxStats st;
   Stmt s(db_->get(), "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
   if (s.step() == SQLITE_ROW) {
@@ -307,7 +307,7 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
   auto central = [&](const std::string& job_id) { return job_id.empty() ? job_id : b.site_id + ":" + job_id; };
   const int64_t now = clock_.nowNs();
 
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) return reject("store: " + db_->errmsg());
   {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "aggregator/store/migrations.h"
 #include "aggregator/store/sqlite.h"
@@ -174,7 +175,7 @@ void Store::addNodeEventLocked(const NodeEvent& e) {
 }
 
 bool Store::addNodeEvent(const NodeEvent& e) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   addNodeEventLocked(e);
   return true;
 }
@@ -193,7 +194,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     if (s.node != h.hostname) return reject("symptom for another node");
   const int64_t now = clock_.nowNs();
 
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) return reject("store: " + db_->errmsg());
   {
@@ -274,7 +275,7 @@ bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authentica
     return false;
   }
   const int64_t now = clock_.nowNs();
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
     *reason = "store: " + db_->errmsg();
@@ -388,7 +389,7 @@ std::optional<JobRow> Store::jobLocked(const std::string& job_id) {
 }
 
 std::optional<JobRow> Store::job(const std::string& job_id) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   return jobLocked(job_id);
 }
 
@@ -412,7 +413,7 @@ std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
     return std::nullopt;
   }
   const int64_t now = clock_.nowNs();
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
     *error = "store: " + db_->errmsg();
@@ -477,7 +478,7 @@ std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
 }
 
 std::vector<JobRow> Store::jobs(const JobFilter& f) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   // Optional filters as "(?n = '' OR ...)": the SQL text never depends on the data.
   Stmt s(db_->get(),
          fmt::format(
@@ -496,7 +497,7 @@ std::vector<JobRow> Store::jobs(const JobFilter& f) {
 }
 
 std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs j WHERE j.terminal_state NOT IN ('', 'success') AND j.site = '' AND NOT "
                                  "EXISTS (SELECT 1 FROM verdicts v WHERE v.job_id = j.job_id) "
                                  "ORDER BY j.end_ns, j.job_id LIMIT ?",
@@ -509,7 +510,7 @@ std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
 
 std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
                                        int64_t post_ns) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 "
          "AND (j.start_ns = 0 OR j.start_ns - ?4 <= ?3) AND (j.end_ns = 0 OR j.end_ns + ?5 >= ?2) "
@@ -524,7 +525,7 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
 
 std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                       int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT id, payload FROM symptoms WHERE node IN (SELECT value FROM json_each(?1)) AND "
          "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
@@ -541,7 +542,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
 }
 
 std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   std::string rule = f.rule_id;
   bool prefix = !rule.empty() && rule.back() == '*';
   if (prefix) rule.pop_back();
@@ -561,7 +562,7 @@ std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
 }
 
 std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT node, MIN(CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END), "
          "MAX(CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END), MAX(id), MIN(time_known) "
@@ -573,7 +574,7 @@ std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id) {
 }
 
 int64_t Store::maxSymptomId() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
   return s.step() == SQLITE_ROW ? s.i64(0) : 0;
 }
@@ -603,7 +604,7 @@ VerdictRow verdictFromRow(Stmt& s) {
 }  // namespace
 
 int Store::addVerdict(const VerdictRow& v, std::string* error) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
     *error = "store: " + db_->errmsg();
@@ -637,7 +638,7 @@ int Store::addVerdict(const VerdictRow& v, std::string* error) {
 }
 
 std::optional<VerdictRow> Store::latestVerdict(const std::string& job_id) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? AND latest = 1", kVerdictColumns));
   s.bind(1, job_id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
@@ -645,7 +646,7 @@ std::optional<VerdictRow> Store::latestVerdict(const std::string& job_id) {
 }
 
 std::vector<VerdictRow> Store::verdictHistory(const std::string& job_id) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? ORDER BY revision", kVerdictColumns));
   s.bind(1, job_id);
   std::vector<VerdictRow> out;
@@ -654,7 +655,7 @@ std::vector<VerdictRow> Store::verdictHistory(const std::string& job_id) {
 }
 
 std::vector<VerdictRow> Store::openVerdicts() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts v WHERE latest = 1 AND status = 'provisional' AND NOT "
                                  "EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = v.job_id AND j.site != '') "
                                  "ORDER BY job_id",
@@ -665,7 +666,7 @@ std::vector<VerdictRow> Store::openVerdicts() {
 }
 
 std::vector<VerdictRow> Store::latestVerdicts(int64_t since_ns, int64_t until_ns) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          fmt::format("SELECT {} FROM verdicts v WHERE v.latest = 1 AND EXISTS (SELECT 1 FROM jobs j WHERE "
                      "j.job_id = v.job_id AND j.end_ns >= ?1 AND (?2 = 0 OR j.end_ns <= ?2)) ORDER BY v.job_id",
@@ -692,7 +693,7 @@ std::vector<SourceStatusInfo> Store::sourcesLocked(const std::string& node) {
 }
 
 std::vector<AgentRow> Store::agents() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
          "last_heartbeat_ns, last_batch_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, "
@@ -742,7 +743,7 @@ NodeRow nodeFromRow(Stmt& s) {
 }  // namespace
 
 std::vector<NodeRow> Store::nodes() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes ORDER BY hostname", kNodeColumns));
   std::vector<NodeRow> out;
   while (s.step() == SQLITE_ROW) out.push_back(nodeFromRow(s));
@@ -751,7 +752,7 @@ std::vector<NodeRow> Store::nodes() {
 }
 
 std::optional<NodeRow> Store::node(const std::string& hostname) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes WHERE hostname = ?", kNodeColumns));
   s.bind(1, hostname);
   if (s.step() != SQLITE_ROW) return std::nullopt;
@@ -761,7 +762,7 @@ std::optional<NodeRow> Store::node(const std::string& hostname) {
 }
 
 std::vector<NodeEvent> Store::nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT node, time_ns, kind, detail, job_id FROM node_events WHERE node = ? AND time_ns >= ? "
          "ORDER BY time_ns DESC, id DESC LIMIT ?");
@@ -772,21 +773,21 @@ std::vector<NodeEvent> Store::nodeHistory(const std::string& hostname, int64_t s
 }
 
 int64_t Store::metaInt(const std::string& key, int64_t fallback) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), "SELECT value FROM meta WHERE key = ?");
   s.bind(1, key);
   return s.step() == SQLITE_ROW ? s.i64(0) : fallback;
 }
 
 bool Store::setMetaInt(const std::string& key, int64_t value) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   Stmt s(db_->get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
   s.bind(1, key).bind(2, value);
   return s.step() == SQLITE_DONE;
 }
 
 size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows) {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) return 0;
   size_t deleted = 0;
@@ -821,6 +822,9 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
 }
 
 bool Store::beginGroup(std::string* error) {
+  // Fairness: std::mutex hands the lock to no one in particular; a thread that was waiting
+  // while the last group ran gets it before the next group starts.
+  for (int i = 0; i < 10'000 && othersWaiting(); ++i) std::this_thread::yield();
   mu_.lock();
   if (in_group_ || !db_->exec("BEGIN IMMEDIATE", error)) {
     if (in_group_ && error) *error = "store: group already open";
@@ -841,7 +845,7 @@ bool Store::endGroup(std::string* error) {
 }
 
 StoreCounts Store::counts() {
-  std::lock_guard lock(mu_);
+  Lock lock(*this);
   StoreCounts c;
   auto one = [&](const char* q) {
     Stmt s(db_->get(), q);

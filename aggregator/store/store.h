@@ -10,6 +10,7 @@
 // a kill -9 at any moment leaves either the whole batch or none of it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -292,6 +293,9 @@ class Store {
   // for it. false from beginGroup: no group (calls commit on their own).
   bool beginGroup(std::string* error);
   bool endGroup(std::string* error);
+  // Another thread waits for the store: a group should end now (the HTTP API and the verdict
+  // engine must not queue behind a burst). beginGroup lets such waiters go first.
+  bool othersWaiting() const { return waiters_.load(std::memory_order_relaxed) > 0; }
 
   StoreCounts counts();
   int schemaVersion();
@@ -305,9 +309,21 @@ class Store {
   void addNodeEventLocked(const NodeEvent& e);
 
   // Recursive: a group commit holds it from beginGroup to endGroup while the calls inside lock it
-  // again.
+  // again. `waiters_` counts threads queued for it, so a group can end early and let them in.
   std::recursive_mutex mu_;
+  std::atomic<int> waiters_{0};
   bool in_group_ = false;
+  struct Lock {
+    explicit Lock(Store& s) : store(s) {
+      ++store.waiters_;
+      store.mu_.lock();
+      --store.waiters_;
+    }
+    ~Lock() { store.mu_.unlock(); }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    Store& store;
+  };
   std::unique_ptr<sql::Db> db_;
   const Clock& clock_;
 };
