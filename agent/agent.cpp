@@ -4,6 +4,11 @@
 
 namespace faultline::agent {
 
+namespace {
+// A heartbeat that could not be queued (no connection yet) is tried again this soon.
+constexpr int64_t kHeartbeatRetryMs = 1000;
+}  // namespace
+
 std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) {
   auto lean = std::make_shared<common::RuleSet>();
   lean->version = full.version;
@@ -140,11 +145,18 @@ void Agent::sendHeartbeat() {
                                                           beats_without_inventory_ + 1 >= options_.inventory_every_heartbeats));
   if (carry) hb.inventory = inventory_;
   // A heartbeat is best effort: one that could not be queued leaves the inventory due.
-  if (shipper_->sendHeartbeat(encodeHeartbeat(hb)) && carry) {
+  const bool sent = shipper_->sendHeartbeat(encodeHeartbeat(hb));
+  if (sent && carry) {
     inventory_unsent_ = false;
     beats_without_inventory_ = 0;
   } else if (!carry) {
     ++beats_without_inventory_;
+  }
+  // Not queued: no connection yet (the first heartbeat at start, a reconnect). Try again in a
+  // second rather than a whole interval later, or the aggregator counts a live node as missing.
+  if (!sent && !heartbeat_retry_armed_ && options_.heartbeat_interval_ms > 0) {
+    heartbeat_retry_armed_ = true;
+    armHeartbeat(std::min<int64_t>(options_.heartbeat_interval_ms, kHeartbeatRetryMs));
   }
 }
 
@@ -277,14 +289,16 @@ void Agent::armCommit() {
   });
 }
 
-void Agent::armHeartbeat() {
+void Agent::armHeartbeat(int64_t delay_ms) {
   if (options_.heartbeat_interval_ms <= 0 || stopped_) return;
-  heartbeat_timer_.expires_after(std::chrono::milliseconds(options_.heartbeat_interval_ms));
+  // Re-arming cancels a pending wait (its handler sees operation_aborted and does nothing).
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(delay_ms >= 0 ? delay_ms : options_.heartbeat_interval_ms));
   heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
-    sendHeartbeat();
+    heartbeat_retry_armed_ = false;
+    sendHeartbeat();  // arms a retry itself when this one could not be queued
     if (notify_) notify_("STATUS=" + statusLine());
-    armHeartbeat();
+    if (!heartbeat_retry_armed_) armHeartbeat();
   });
 }
 

@@ -126,7 +126,8 @@ class Agent {
   void onInventory(common::NodeInventory inv);
   void discover();
   void armCommit();
-  void armHeartbeat();
+  // Next heartbeat after `delay_ms` (-1: the configured interval).
+  void armHeartbeat(int64_t delay_ms = -1);
   void armWatchdog();
   std::string statusLine() const;
 
@@ -149,6 +150,7 @@ class Agent {
   int64_t started_ns_ = 0;
   std::optional<common::NodeInventory> inventory_;
   uint64_t inventory_hash_ = 0;
+  bool heartbeat_retry_armed_ = false;  // the last heartbeat could not be queued: retrying soon
   bool inventory_unsent_ = false;     // changed since the last heartbeat that carried it
   int beats_without_inventory_ = 0;
   int64_t next_inventory_steady_ = 0;  // clock_.steadyNs() when the next re-check is due

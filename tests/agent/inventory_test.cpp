@@ -239,3 +239,55 @@ TEST_CASE("inventory: sent at start, again only on change or every Nth heartbeat
   agent.stop();
   shipper.stop();
 }
+
+TEST_CASE("heartbeat: one dropped before the connection is up is retried within seconds, not an interval later",
+          "[inventory][agent]") {
+  TempDir dir;
+  writeFile(dir.file("gpus.csv"), kSmiOutput);
+  boost::asio::io_context io;
+  ManualClock clock;
+  Logger log(clock, 0);
+  zmq::context_t ctx;
+  // A port nobody listens on yet: the aggregator comes up after the agent.
+  std::string endpoint;
+  {
+    Receiver probe(ctx);
+    endpoint = probe.endpoint();
+  }
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  REQUIRE(spool);
+  ShipperOptions so;
+  so.endpoints = {endpoint};
+  so.agent_id = "agent-1";
+  so.tick_ms = 0;
+  Shipper shipper(io, ctx, clock, *spool, so);
+  REQUIRE(shipper.start(&error));
+  InventoryOptions io_opts;
+  io_opts.nvidia_smi = fakeSmi(dir, "cat " + dir.file("gpus.csv"));
+  io_opts.sysfs_root = dir.file("sys");
+  InventoryCollector collector(io, clock, io_opts);
+  AgentOptions ao;
+  ao.agent_id = "agent-1";
+  ao.hostname = "gpu-node-1";
+  ao.batch_interval_ms = 0;
+  ao.heartbeat_interval_ms = 600'000;  // ten minutes: only the retry can deliver within the deadline
+  std::vector<std::unique_ptr<Source>> none;
+  Agent agent(io, clock, shippedRules(), std::move(none), *spool, &shipper, ao, log, {}, &collector);
+  agent.start();  // the inventory is read at once and its heartbeat finds no connection
+  REQUIRE(runUntil(io, [&] { return shipper.stats().heartbeats_dropped >= 1; }));
+  Receiver rx(ctx, endpoint);
+  REQUIRE(runUntil(
+      io,
+      [&] {
+        rx.waitReadable(std::chrono::milliseconds(5));
+        rx.pump();
+        return !rx.heartbeats.empty();
+      },
+      std::chrono::seconds(20)));
+  // The retried heartbeat still carries the inventory that the dropped one should have.
+  REQUIRE(rx.heartbeats[0].inventory);
+  CHECK(rx.heartbeats[0].inventory->gpus.size() == 3);
+  agent.stop();
+  shipper.stop();
+}
