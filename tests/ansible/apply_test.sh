@@ -6,7 +6,10 @@
 # root), is an edge site's aggregator relaying to localhost as the central: its aggregator.env has
 # the --relay-* options, its central.pub is the central's key, and the central's allow-list has
 # relays/site-a.pub = the site's key (both envs are accepted by the real faultline-aggregator when
-# it is found). Then: a second apply changes nothing, check mode changes nothing, a health check
+# it is found). A second GPU node, sitenode01 (its own scratch root), belongs to the edge site
+# (faultline_aggregator_group=site_aggregators) and is rolled out in the same batch as the central's
+# node, after it: its agent.yaml trusts the site's server.pub and ships to the site, its key is
+# filed at the site only, and its health check asks the site. Then: a second apply changes nothing, check mode changes nothing, a health check
 # that does not find the agent live fails the batch, and a relay without ingest fails.
 #   apply_test.sh SOURCE_DIR FAULTLINE_AGENT_BINARY [all|check-fresh|apply] [FAULTLINE_AGGREGATOR_BINARY]
 # check-fresh: only check mode on an empty root (must neither fail nor write anything); apply:
@@ -24,7 +27,8 @@ tmp=$(mktemp -d /tmp/faultline-ansible.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 root=$tmp/root            # localhost: the central aggregator and the GPU node
 site_root=$tmp/site-root  # edge01: the edge site's aggregator
-mkdir -p "$root" "$site_root"
+node_root=$tmp/node-root  # sitenode01: a GPU node of the edge site
+mkdir -p "$root" "$site_root" "$node_root"
 
 export ANSIBLE_CONFIG=$src/ansible/ansible.cfg
 export ANSIBLE_HOME=$tmp/ansible-home
@@ -36,7 +40,7 @@ export ANSIBLE_DEPRECATION_WARNINGS=0
 export ANSIBLE_MODULE_COMPRESSION=ZIP_STORED  # less CPU per task; nothing goes over a wire here
 
 # faultline_root per host (not an extra var, which would win over it): the relay tasks write
-# into the central's root.
+# into the central's root, the agent role files a node's key in its aggregators' roots.
 cat > "$tmp/inventory.ini" <<INI
 [aggregators]
 localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$root
@@ -46,8 +50,10 @@ edge01 ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faul
 
 [gpu_nodes]
 localhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$root
+sitenode01 ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$node_root faultline_aggregator_group=site_aggregators
 INI
 mkdir -p "$tmp/host_vars"
+echo 'faultline_agent_hostname: testnode01' > "$tmp/host_vars/localhost.yml"
 cat > "$tmp/host_vars/edge01.yml" <<VARS
 faultline_aggregator_relay_upstream: tcp://localhost:7400
 faultline_aggregator_relay_site: site-a
@@ -58,7 +64,8 @@ faultline_aggregator_relay_interval: 5
 VARS
 
 # What `faultline agents --json` prints once the node's agent is heard (and once it is not).
-echo '[{"agent_id": "testnode01", "live": true, "agent_version": "0.1.0"}]' > "$tmp/agents.json"
+echo '[{"agent_id": "testnode01", "live": true, "agent_version": "0.1.0"},
+      {"agent_id": "sitenode01", "live": true, "agent_version": "0.1.0"}]' > "$tmp/agents.json"
 echo '[{"agent_id": "testnode01", "live": false}]' > "$tmp/agents-dead.json"
 
 cat > "$tmp/vars.yml" <<VARS
@@ -68,7 +75,8 @@ faultline_agent_user: root
 faultline_aggregator_user: root
 faultline_agent_keygen_command: $agent_bin keygen
 faultline_aggregator_keygen_command: $agent_bin keygen
-faultline_agent_hostname: testnode01
+# Both nodes in one batch (the central's first): a batch that mixes aggregator groups.
+faultline_agent_serial: 2
 faultline_agent_edge_mode: true
 faultline_agent_edge_rate_limit_bytes_per_sec: 12345
 faultline_agent_extra_rules_dirs: [/etc/faultline/site-rules]
@@ -92,12 +100,12 @@ run() {
     cat "$tmp/$name.log" >&2
     return 1
   fi
-  grep -E '^(localhost|edge01) +:' "$tmp/$name.log" | tail -2 | tr '\n' ' '; echo
+  grep -E '^(localhost|edge01|sitenode01) +:' "$tmp/$name.log" | tail -3 | tr '\n' ' '; echo
 }
-# Tasks changed on both hosts (the recap's last line per host).
+# Tasks changed on all hosts (the recap's last line per host).
 changed() {
   local n=0 h
-  for h in localhost edge01; do
+  for h in localhost edge01 sitenode01; do
     n=$((n + $(grep -E "^$h +:" "$tmp/$1.log" | tail -1 | sed -E 's/.*changed=([0-9]+).*/\1/')))
   done
   echo $n
@@ -106,7 +114,7 @@ changed() {
 # 1. Check mode on an empty root: no failure, nothing written.
 if [ "$mode" != apply ]; then
   run check-empty --check || fail "check mode on an empty root failed"
-  for r in "$root" "$site_root"; do
+  for r in "$root" "$site_root" "$node_root"; do
     [ -z "$(find "$r" -mindepth 1 -print -quit)" ] || fail "check mode wrote into $r: $(find "$r" -mindepth 1)"
   done
   if [ "$mode" = check-fresh ]; then
@@ -199,6 +207,31 @@ if args != want:
     sys.exit(f"got {args}")
 PY
 
+# The edge site's node, in the central node's batch: it trusts the site's key (not the first
+# node's), ships to the site, is filed in the site's allow-list only, and its health check asks the
+# site. The central node's entry stays at the central only.
+node_curve=$node_root/etc/faultline/curve
+node_conf=$node_root/etc/faultline/agent.yaml
+[ -s "$node_curve/agent.pub" ] || fail "missing $node_curve/agent.pub"
+[ "$(cat "$node_curve/agent.pub")" != "$(cat "$curve/agent.pub")" ] || fail "the two nodes share a key"
+grep -qx 'hostname: "sitenode01"' "$node_conf" || fail "site node's agent.yaml hostname"
+grep -qx 'endpoints: \["tcp://edge01:7400"\]' "$node_conf" || fail "site node's agent.yaml endpoints: $(grep endpoints "$node_conf")"
+site_pub=$(tr -d '\n' < "$site_curve/server.pub")
+grep -qxF "curve_server_public_key: $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$site_pub")" "$node_conf" \
+  || fail "site node's agent.yaml does not carry the site aggregator's public key: $(grep curve_server "$node_conf")"
+site_allow=$site_root/etc/faultline/agents.d/sitenode01.pub
+[ -f "$site_allow" ] || fail "no allow-list entry $site_allow at the site"
+cmp -s "$site_allow" "$node_curve/agent.pub" || fail "site allow-list entry differs from the site node's public key"
+[ ! -e "$root/etc/faultline/agents.d/sitenode01.pub" ] || fail "the site node was filed at the central"
+[ ! -e "$site_root/etc/faultline/agents.d/testnode01.pub" ] || fail "the central node was filed at the site"
+grep -qE '^ok: \[sitenode01 -> edge01\]' <(sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK/p' "$tmp/apply.log") \
+  || fail "the site node's health check did not ask the site aggregator"
+grep -qE '^ok: \[localhost( -> localhost)?\]' <(sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK/p' "$tmp/apply.log") \
+  || fail "the central node's health check did not ask the central aggregator"
+"$agent_bin" --config "$node_conf" --curve-secret-key-file "$node_curve/agent.key" --rules-dirs "$src/rules" \
+  --rules-override-dir "" --check-config > "$tmp/check-config-site.log" 2>&1 \
+  || { cat "$tmp/check-config-site.log" >&2; fail "faultline-agent --check-config rejects the site node's agent.yaml"; }
+
 # The real aggregator takes both envs' options (paths moved into the scratch roots, ephemeral
 # ports, no sacct): the central loads the relay key with the node's, the site starts its relay.
 # check_aggregator NAME ROOT LOG_LINE: runs it until it logs LOG_LINE, then stops it.
@@ -239,7 +272,10 @@ else
   echo "apply_test: no faultline-aggregator at $agg_bin: the envs are not run" >&2
 fi
 
-applied() { sha256sum "$curve"/* "$conf" "$env" "$token" "$relay_key" "$site_curve"/* "$site_env" | sha256sum; }
+applied() {
+  sha256sum "$curve"/* "$conf" "$env" "$token" "$relay_key" "$site_curve"/* "$site_env" "$node_curve"/* "$node_conf" \
+    "$site_allow" | sha256sum
+}
 sum_before=$(applied)
 
 # 3. Idempotent: a second apply changes nothing, keys included.
