@@ -10,7 +10,9 @@
 # (faultline_aggregator_group=site_aggregators) and is rolled out in the same batch as the central's
 # node, after it: its agent.yaml trusts the site's server.pub and ships to the site, its key is
 # filed at the site only, and its health check asks the site. Then: a second apply changes nothing, check mode changes nothing, a health check
-# that does not find the agent live fails the batch, and a relay without ingest fails.
+# that does not find the agent live fails the batch, the health check (default command mode, the real
+# `faultline agents --json`) passes against a live aggregator + agent run from the applied files and
+# fails once the agent is stopped, and a relay without ingest fails.
 #   apply_test.sh SOURCE_DIR FAULTLINE_AGENT_BINARY [all|check-fresh|apply] [FAULTLINE_AGGREGATOR_BINARY]
 # check-fresh: only check mode on an empty root (must neither fail nor write anything); apply:
 # everything else. CTest runs the two as separate tests so that they can run side by side.
@@ -24,7 +26,14 @@ agg_bin=${4:-$(dirname "$agent_bin")/../aggregator/faultline-aggregator}
 [ -x "$agent_bin" ] || { echo "apply_test: no faultline-agent binary at $agent_bin" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/faultline-ansible.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+pids=()  # every process started here; the trap kills what is still running
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  [ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
 root=$tmp/root            # localhost: the central aggregator and the GPU node
 site_root=$tmp/site-root  # edge01: the edge site's aggregator
 node_root=$tmp/node-root  # sitenode01: a GPU node of the edge site
@@ -235,9 +244,9 @@ grep -qE '^ok: \[localhost( -> localhost)?\]' <(sed -n '/Wait until the aggregat
 # The real aggregator takes both envs' options (paths moved into the scratch roots, ephemeral
 # ports, no sacct): the central loads the relay key with the node's, the site starts its relay.
 # check_aggregator NAME ROOT LOG_LINE: runs it until it logs LOG_LINE, then stops it.
-check_aggregator() {
-  local name=$1 r=$2 want=$3 args pid deadline=$((SECONDS + 30))
-  mapfile -d '' args < <(python3 - "$(sed -n 's/^FAULTLINE_AGGREGATOR_OPTS=//p' "$r/etc/faultline/aggregator.env")" "$r" <<'PY'
+# aggregator_args ROOT: the options of ROOT's aggregator.env, NUL-separated, as run here.
+aggregator_args() {
+  python3 - "$(sed -n 's/^FAULTLINE_AGGREGATOR_OPTS=//p' "$1/etc/faultline/aggregator.env")" "$1" <<'PY'
 import shlex, sys
 args, out = iter(shlex.split(shlex.split(sys.argv[1])[0])), []
 for a in args:
@@ -250,10 +259,15 @@ for a in args:
         out.append(sys.argv[2] + a if a.startswith("/etc/faultline/") else a)
 sys.stdout.write("".join(a + "\0" for a in out))
 PY
-  )
+}
+check_aggregator() {
+  local name=$1 r=$2 want=$3 args pid deadline=$((SECONDS + 30))
+  mapfile -d '' args < <(aggregator_args "$r")
+  [ ${#args[@]} -gt 0 ] || fail "no options in $r/etc/faultline/aggregator.env"
   "$agg_bin" --db "$tmp/$name.db" --rules "$src/rules" "${args[@]}" > "$tmp/$name-aggregator.log" 2>&1 &
   pid=$!
-  until grep -qF -- "$want" "$tmp/$name-aggregator.log"; do
+  pids+=("$pid")
+  until grep -qsF -- "$want" "$tmp/$name-aggregator.log"; do
     if ! kill -0 "$pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
       kill "$pid" 2>/dev/null || true
       cat "$tmp/$name-aggregator.log" >&2
@@ -295,11 +309,85 @@ if run unhealthy -e "faultline_agent_health_check_command='cat $tmp/agents-dead.
 fi
 grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy.log" || fail "health check did not run"
 
-# 6. A site relay without the agents' ingest (no key pair to authenticate with) stops before
+# 6. Live: the real aggregator with the applied central's options (ephemeral ports, scratch db,
+# --agent-timeout 3) and the real agent as testnode01 with the applied agent.yaml (only paths,
+# endpoint and sources moved into the scratch setup, and a 1 s heartbeat: the applied edge-mode
+# 120 s would outlast the 3 s timeout). The role's health check, in its default command mode with
+# the real CLI, passes; once the agent is stopped and the aggregator no longer lists it live, fails.
+cli_bin=$(realpath -m "$(dirname "$agg_bin")/faultline")
+if [ -x "$agg_bin" ] && [ -x "$cli_bin" ]; then
+  live=$tmp/live
+  mkdir -p "$live/agent"
+  : > "$live/app.log"
+  # poll SECONDS CMD...: runs CMD every 0.1 s until it succeeds; 1 if it has not after SECONDS.
+  poll() {
+    local deadline=$((SECONDS + $1)); shift
+    until "$@"; do
+      [ "$SECONDS" -lt "$deadline" ] || return 1
+      sleep 0.1
+    done
+  }
+  wait_for() {  # wait_for WHAT SECONDS CMD...: poll, or fail with the logs
+    local what=$1; shift
+    poll "$@" || { tail -n 20 "$live"/*.log >&2 || true; fail "live health check: $what"; }
+  }
+  running() { kill -0 "$1" 2>/dev/null || fail "live health check: $2 exited: $(cat "$live/$2.log")"; }
+  mapfile -d '' args < <(aggregator_args "$root")
+  [ ${#args[@]} -gt 0 ] || fail "no options in $env"
+  "$agg_bin" --db "$live/aggregator.db" --rules "$src/rules" "${args[@]}" --agent-timeout 3 \
+    --port-file "$live/port" --ingest-endpoint-file "$live/ingest" > "$live/aggregator.log" 2>&1 &
+  agg_pid=$!
+  pids+=("$agg_pid")
+  wait_for "the aggregator did not bind its ports" 30 \
+    eval 'running "$agg_pid" aggregator && [ -s "$live/port" ] && [ -s "$live/ingest" ]'
+  port=$(tr -d '\n' < "$live/port")
+  ingest=$(tr -d '\n' < "$live/ingest")
+  agents_json=("$cli_bin" --server "http://127.0.0.1:$port" agents --json)
+  "$agent_bin" --config "$conf" --curve-secret-key-file "$curve/agent.key" --endpoints "$ingest" \
+    --state-dir "$live/agent" --spool-path "$live/agent/spool.db" --rules-dirs "$src/rules" \
+    --rules-override-dir "" --journald false --kmsg false --fabricmanager-log "" --nvidia-smi "" \
+    --file-globs "$live/app.log" --heartbeat-interval-s 1 > "$live/agent.log" 2>&1 &
+  agent_pid=$!
+  pids+=("$agent_pid")
+  # is_live true|false: the CLI lists testnode01 with live = $1.
+  is_live() {
+    "${agents_json[@]}" 2>/dev/null | python3 -c '
+import json, sys
+want = sys.argv[1] == "true"
+rows = [a for a in json.load(sys.stdin) if a.get("agent_id") == "testnode01"]
+sys.exit(0 if rows and all(bool(a.get("live")) == want for a in rows) else 1)' "$1"
+  }
+  wait_for "the aggregator never listed testnode01 live" 20 eval 'running "$agent_pid" agent && is_live true'
+  health=(--limit localhost --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (command)'
+          -e "faultline_agent_health_check_command='${agents_json[*]}'")
+  run live-healthy "${health[@]}" -e faultline_agent_health_check_retries=5 -e faultline_agent_health_check_delay=1 \
+    || fail "the health check failed against the live aggregator and agent"
+  grep -qE '^ok: \[localhost( -> localhost)?\]' \
+    <(sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK/p' "$tmp/live-healthy.log") \
+    || fail "the live health check did not run: $(cat "$tmp/live-healthy.log")"
+  kill -TERM "$agent_pid"
+  wait_for "the agent did not stop on SIGTERM" 10 eval '! kill -0 "$agent_pid" 2>/dev/null'
+  wait "$agent_pid" 2>/dev/null || true
+  if poll 10 is_live false; then
+    if run live-gone "${health[@]}" 2>/dev/null; then
+      fail "the health check passed after the agent was stopped"
+    fi
+    grep -q 'Wait until the aggregator hears the agent' "$tmp/live-gone.log" || fail "live health check (gone): did not run"
+  else
+    echo "apply_test: the aggregator still lists the stopped agent live after 10 s: the negative live check is skipped" >&2
+  fi
+  kill "$agg_pid" 2>/dev/null || true
+  wait "$agg_pid" 2>/dev/null || true
+  ! grep -F 'allow-list:' "$live/aggregator.log" >&2 || fail "the central's allow-list has bad entries (live run)"
+else
+  echo "apply_test: no faultline-aggregator/faultline at $(dirname "$agg_bin"): the live health check is skipped" >&2
+fi
+
+# 7. A site relay without the agents' ingest (no key pair to authenticate with) stops before
 # anything is written.
 if run relay-without-ingest --limit edge01 -e faultline_aggregator_ingest=false 2>/dev/null; then
   fail "a site relay without ingest was applied"
 fi
 grep -q 'faultline_aggregator_ingest is off' "$tmp/relay-without-ingest.log" || fail "relay without ingest: no clear failure"
 
-echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, relay assert)"
+echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, live health check, relay assert)"
