@@ -312,7 +312,7 @@ grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy.log" || fail
 # 6. Live: the real aggregator with the applied central's options (ephemeral ports, scratch db,
 # --agent-timeout 3) and the real agent as testnode01 with the applied agent.yaml (only paths,
 # endpoint and sources moved into the scratch setup, and a 1 s heartbeat: the applied edge-mode
-# 120 s would outlast the 3 s timeout). The role's health check, in its default command mode with
+# 60 s would outlast the 3 s timeout). The role's health check, in its default command mode with
 # the real CLI, passes; once the agent is stopped and the aggregator no longer lists it live, fails.
 cli_bin=$(realpath -m "$(dirname "$agg_bin")/faultline")
 if [ -x "$agg_bin" ] && [ -x "$cli_bin" ]; then
