@@ -225,6 +225,8 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
       inv.collected_ns = r.getCollectedNs();
       inv.gpu_error = text(r.getGpuError());
       inv.hca_error = text(r.getHcaError());
+      wire_detail::checkListSize(r.getGpus(), limits.max_node_list, "gpus");
+      wire_detail::checkListSize(r.getHcas(), limits.max_node_list, "hcas");
       for (auto g : r.getGpus())
         inv.gpus.push_back({g.getIndex(), text(g.getPciBusId()), text(g.getUuid()), text(g.getSerial())});
       for (auto p : r.getHcas())
@@ -232,6 +234,7 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
                             text(p.getLinkLayer())});
       hb.inventory = std::move(inv);
     }
+    wire_detail::checkListSize(root.getSources(), limits.max_node_list, "sources");
     for (auto s : root.getSources()) {
       SourceHealth h;
       hb.node = text(s.getNode());

@@ -87,6 +87,7 @@ std::optional<RelayBatchData> decodeRelayBatch(const void* data, size_t size, st
       v.status = text(b.getStatus(), "status");
       if (v.status != "provisional" && v.status != "final") throw std::runtime_error("bad verdict status");
       v.reason = text(b.getReason(), "reason");
+      wire_detail::checkListSize(b.getMissingNodes(), limits.max_symptoms, "missing nodes");
       for (auto m : b.getMissingNodes()) v.missing_nodes.push_back(text(m, "missingNodes"));
       v.diagnosis_json = long_text(b.getDiagnosisJson(), "diagnosisJson");
       v.symptoms = b.getSymptoms();

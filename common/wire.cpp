@@ -152,6 +152,7 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
     auto list = root.getSymptoms();
     if (list.size() > limits.max_symptoms) throw std::runtime_error("too many symptoms");
     for (auto b : list) out.symptoms.push_back(wire_detail::readSymptom(b, text));
+    wire_detail::checkListSize(root.getSources(), limits.max_node_list, "sources");
     for (auto b : root.getSources()) {
       CoverageEntry c;
       c.node = text(b.getNode(), "node");

@@ -38,6 +38,10 @@ struct DecodeLimits {
   int nesting = 16;
   size_t max_symptoms = 100000;
   size_t max_text = 64 << 10;
+  // Per-node lists (a batch's or heartbeat's sources, a node's GPUs and HCA ports). Cap'n Proto
+  // charges a list of zero-sized structs one traversal word per element, so a 1 MiB message can
+  // claim millions of empty entries, each decoding to several strings: bounded explicitly.
+  size_t max_node_list = 4096;
 };
 
 // Decodes and validates. On failure returns nullopt and a short reason ("truncated",

@@ -31,6 +31,12 @@ Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text);
 // caller's result and throws std::runtime_error(reason) on a bad field. false + *reason when the
 // bytes are refused: "empty", "too large", "malformed: ..." (Cap'n Proto's own checks:
 // truncation, traversal and nesting limits), or what `read` threw. Nothing escapes.
+// Throws "too many <what>" when a list is longer than `max`: checked before a list is decoded.
+template <typename List>
+void checkListSize(const List& list, size_t max, const char* what) {
+  if (list.size() > max) throw std::runtime_error(std::string("too many ") + what);
+}
+
 template <typename Root, typename Read>
 bool readPacked(const void* data, size_t size, const DecodeLimits& limits, std::string* reason, Read&& read) {
   if (size == 0 || size > limits.max_bytes) {

@@ -4,6 +4,7 @@
 #include <capnp/serialize-packed.h>
 #include <kj/io.h>
 
+#include <fstream>
 #include <functional>
 #include <random>
 
@@ -171,4 +172,16 @@ TEST_CASE("PCI ids normalise across driver spellings", "[symptom]") {
   CHECK(normalizePciId("3b:00.1") == "0000:3b:00.1");
   CHECK(normalizePciId("mlx5_0") == "mlx5_0");
   CHECK(normalizePciId("CPU_SrcID#1_MC#0") == "CPU_SrcID#1_MC#0");
+}
+
+TEST_CASE("a list of millions of zero-sized entries is refused before it is decoded", "[wire]") {
+  // Found by fuzz_decode (tests/fuzz/seeds/oom-empty-sources): a small batch whose `sources` list
+  // claims millions of zero-sized structs, each of which decoded to seven strings (1+ GiB).
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/oom-empty-sources", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE(bytes.size() > 0);
+  REQUIRE(bytes.size() < 4096);
+  std::string reason;
+  CHECK_FALSE(decodeBatch(bytes.data(), bytes.size(), &reason));
+  CHECK(reason == "too many sources");
 }
