@@ -4,7 +4,8 @@
 // of bounds on any bytes, and what it accepts must survive a re-encode (that property found the
 // NUL-in-text case, now refused by the decoders themselves; a 20 s run in CI found a batch whose
 // list of zero-sized `sources` decoded to 1+ GiB, now bounded by DecodeLimits::max_node_list).
-// Built with clang++ -fsanitize=fuzzer,address,undefined (tests/fuzz/CMakeLists.txt); `ctest -R fuzz_decode` runs it for 20 s over seeds/.
+// Built with clang++ -fsanitize=fuzzer,address,undefined (tests/fuzz/CMakeLists.txt);
+// `ctest -R fuzz_decode` runs it for 20 s over seeds/.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
