@@ -168,6 +168,8 @@ int main(int argc, char** argv) {
   Metrics metrics;
   metrics.describe("faultline_verdicts_total", "verdict revisions stored, by sub_domain");
   metrics.describe("faultline_http_unauthorized_total", "write requests with a bad or missing token");
+  metrics.describe("faultline_job_outputs_total", "job output uploads stored (faultline job output)");
+  metrics.describe("faultline_job_outputs_rejected_total", "job output uploads refused as malformed");
   VerdictOptions vo;
   auto secs = [](double s) { return static_cast<int64_t>(s * 1e9); };
   vo.settle_ns = secs(settle);

@@ -172,14 +172,6 @@ bool parseRankSpec(const std::string& node, std::string_view spec, std::vector<R
   return true;
 }
 
-void deriveRanks(JobInfo& job) {
-  if (!job.ranks.empty() || job.ntasks_per_node <= 0) return;
-  int next = 0;
-  for (const auto& n : job.nodes) {
-    job.ranks.push_back({n, next, next + job.ntasks_per_node - 1});
-    next += job.ntasks_per_node;
-  }
-}
 
 std::string jsonString(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -328,6 +320,15 @@ std::optional<JobInfo> parseSacctJson(std::string_view text, std::string_view jo
   }
   deriveRanks(job);
   return job;
+}
+
+void deriveRanks(JobInfo& job) {
+  if (!job.ranks.empty() || job.ntasks_per_node <= 0) return;
+  int next = 0;
+  for (const auto& n : job.nodes) {
+    job.ranks.push_back({n, next, next + job.ntasks_per_node - 1});
+    next += job.ntasks_per_node;
+  }
 }
 
 }  // namespace faultline::common

@@ -31,6 +31,10 @@ struct JobInfo {
   std::string nodeOfRank(int rank) const;
 };
 
+// Block layout (ranks 0..n-1 on the first node, ...) from ntasks_per_node when no explicit
+// task_layout gave `ranks`.
+void deriveRanks(JobInfo& job);
+
 // Normalised terminal state: success|fail|timeout|cancelled|preempted|node_fail|out_of_memory.
 std::string terminalStateOf(std::string_view slurm_state);
 

@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
   cli::addRemoteCommands(app, remote);
 
   CLI11_PARSE(app, argc, argv);
+  if (*remote.cmds.job_output) {
+    common::RuleEngine engine(loadRulesOrDie(rule_dirs));
+    return cli::runJobOutput(remote, engine);
+  }
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic);

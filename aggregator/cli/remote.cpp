@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,9 +15,11 @@
 #include "aggregator/http/api.h"
 #include "aggregator/http/client.h"
 #include "aggregator/jobs/job_events.h"
+#include "aggregator/offline/bundle.h"
 #include "aggregator/query/render.h"
 #include "aggregator/store/store.h"
 #include "common/diagnosis.h"
+#include "common/hostlist.h"
 #include "common/job.h"
 
 namespace faultline::cli {
@@ -136,7 +142,31 @@ int cmdJobEvent(const RemoteOptions& o, bool end) {
   }
   if (!t->empty()) body["time"] = *t;
   if (!st->empty()) body["start_time"] = *st;
+  if (o.ntasks_per_node > 0) body["ntasks_per_node"] = o.ntasks_per_node;
   return postEvent(o, o.job_id, end, body);
+}
+
+// Above the aggregator's per-upload bound, cascade goes first: roots and context are what a
+// verdict needs. What is left out is said in the coverage, never silently.
+void capSymptoms(std::vector<common::Symptom>& symptoms, common::CoverageEntry& coverage) {
+  if (symptoms.size() <= aggregator::kMaxJobOutputSymptoms) return;
+  std::stable_sort(symptoms.begin(), symptoms.end(), [](const auto& a, const auto& b) {
+    return (a.role == common::Role::kCascade) < (b.role == common::Role::kCascade);
+  });
+  size_t dropped = symptoms.size() - aggregator::kMaxJobOutputSymptoms;
+  symptoms.resize(aggregator::kMaxJobOutputSymptoms);
+  coverage.status = "partial";
+  coverage.reason += fmt::format("{}{} symptoms above the upload bound left out", coverage.reason.empty() ? "" : "; ",
+                                 dropped);
+}
+
+int fileYear(const std::string& path) {
+  std::error_code ec;
+  auto t = std::filesystem::last_write_time(path, ec);
+  if (ec) return 1970;
+  auto sys = std::chrono::file_clock::to_sys(t);
+  std::string iso = common::formatTimeNs(std::chrono::duration_cast<std::chrono::nanoseconds>(sys.time_since_epoch()).count());
+  return std::atoi(iso.substr(0, 4).c_str());
 }
 
 int cmdJobImport(const RemoteOptions& o) {
@@ -207,6 +237,97 @@ int cmdJob(const RemoteOptions& o) {
 
 }  // namespace
 
+int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
+  // The job's layout places ranks on nodes: from the flags, else from the aggregator.
+  common::JobInfo job;
+  job.job_id = o.job_id;
+  if (!o.nodelist.empty()) {
+    std::string error;
+    auto nodes = common::expandHostlist(o.nodelist, &error);
+    if (!nodes) {
+      std::fprintf(stderr, "faultline: --nodes: %s\n", error.c_str());
+      return kUsage;
+    }
+    job.nodes = std::move(*nodes);
+  } else {
+    int rc = kOk;
+    auto r = call(o, "GET", "/jobs/" + aggregator::urlEncode(o.job_id), "", &rc);
+    if (!r) return rc;
+    json j = json::parse(r->body, nullptr, false);
+    // 404: the job's end is not recorded yet (the epilogs race). Its ranks stay unplaced here and
+    // the verdict places them through the layout the job has by then.
+    if (r->status == 200 && j.is_object()) {
+      if (j.contains("nodes") && j["nodes"].is_array())
+        for (const auto& n : j["nodes"])
+          if (n.is_string()) job.nodes.push_back(n.get<std::string>());
+      if (j.contains("ntasks_per_node") && j["ntasks_per_node"].is_number_integer())
+        job.ntasks_per_node = j["ntasks_per_node"].get<int>();
+      if (j.contains("start") && j["start"].is_string())
+        job.start_ns = common::parseTimestampNs(j["start"].get<std::string>()).value_or(0);
+    }
+  }
+  if (o.ntasks_per_node > 0) job.ntasks_per_node = o.ntasks_per_node;
+  if (auto st = timeArg(o.start_time); st && !st->empty()) job.start_ns = common::parseTimestampNs(*st).value_or(0);
+  common::deriveRanks(job);
+  std::function<std::string(int)> node_of_rank;
+  if (!job.ranks.empty()) node_of_rank = [&job](int r) { return job.nodeOfRank(r); };
+
+  int rc = kOk;
+  json results = json::array();
+  for (const auto& file : o.output_files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+      std::fprintf(stderr, "faultline: %s: not a readable file\n", file.c_str());
+      rc = kUsage;
+      continue;
+    }
+    common::ParseOptions popts;
+    // Lines without a year (syslog style) take the job's start year, as `attribute` does.
+    popts.default_year = job.start_ns ? std::atoi(common::formatTimeNs(job.start_ns).substr(0, 4).c_str()) : fileYear(file);
+    std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
+    auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts);
+    for (auto& s : scan.symptoms) s.source = source;
+    scan.coverage.source = source;
+    capSymptoms(scan.symptoms, scan.coverage);
+    json body{{"source", source},
+              {"coverage",
+               {{"node", scan.coverage.node},
+                {"format", scan.coverage.format},
+                {"records", scan.coverage.records},
+                {"skipped", scan.coverage.skipped},
+                {"status", scan.coverage.status},
+                {"reason", scan.coverage.reason}}},
+              {"symptoms", json::array()}};
+    for (const auto& s : scan.symptoms) body["symptoms"].push_back(aggregator::symptomToJson(s));
+    int call_rc = kOk;
+    auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(o.job_id) + "/output",
+                  body.dump(-1, ' ', false, json::error_handler_t::replace), &call_rc);
+    if (!r) return call_rc;
+    json j = json::parse(r->body, nullptr, false);
+    if (r->status != 200) {
+      std::fprintf(stderr, "faultline: job %s: %s: %s\n", o.job_id.c_str(), file.c_str(),
+                   j.is_object() && j.contains("error") ? j["error"].get<std::string>().c_str() : r->body.c_str());
+      rc = r->status == 400 || r->status == 401 || r->status == 403 || r->status == 413 ? kUsage : kUnreachable;
+      continue;
+    }
+    j["file"] = file;
+    j["records"] = scan.coverage.records;
+    j["coverage_status"] = scan.coverage.status;
+    if (!o.json) {
+      std::printf("%s: %llu records (%s), %zu symptoms stored for job %s", file.c_str(),
+                  static_cast<unsigned long long>(scan.coverage.records), scan.coverage.status.c_str(),
+                  scan.symptoms.size(), o.job_id.c_str());
+      if (j["verdict"].is_object())
+        std::printf("; verdict revision %d: %s (%s)", j["verdict"].value("revision", 0),
+                    j["verdict"].value("sub_domain", "").c_str(), j["verdict"].value("reason", "").c_str());
+      std::printf("\n");
+    }
+    results.push_back(std::move(j));
+  }
+  if (o.json) std::cout << results.dump(2) << "\n";
+  return rc;
+}
+
 void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
   app.add_option("--server", o.server, "aggregator URL (default $FAULTLINE_SERVER or http://127.0.0.1:8470)");
   app.add_option("--db", o.db, "read/write the aggregator's SQLite file directly instead of --server");
@@ -238,11 +359,22 @@ void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
     c->add_option("--state", o.state, "Slurm state word (start: RUNNING; end: from --exit-code)");
     json_flag(c);
   }
+  for (auto* c : {o.cmds.job_start, o.cmds.job_end})
+    c->add_option("--ntasks-per-node", o.ntasks_per_node, "tasks per node (block layout: places ranks on nodes)");
   o.cmds.job_end->add_option("--exit-code", o.exit_code, "exit:signal, e.g. 1:0");
   o.cmds.job_end->add_option("--start-time", o.start_time, "when the job started, if not recorded");
   o.cmds.job_import = o.cmds.job->add_subcommand("import", "record every job of a `sacct --json` capture");
   o.cmds.job_import->add_option("file", o.import_file, "sacct --json output")->required();
   json_flag(o.cmds.job_import);
+  o.cmds.job_output = o.cmds.job->add_subcommand(
+      "output", "extract the symptoms of a job's output file (slurm-%j.out) here and send them (Slurm epilog)");
+  o.cmds.job_output->add_option("id", o.job_id, "job id")->required();
+  o.cmds.job_output->add_option("file", o.output_files, "job-wide log files: the job's stdout/stderr")->required();
+  o.cmds.job_output->add_option("--nodes", o.nodelist, "the job's Slurm host list (default: as the aggregator knows it)");
+  o.cmds.job_output->add_option("--ntasks-per-node", o.ntasks_per_node, "tasks per node (default: as the aggregator knows it)");
+  o.cmds.job_output->add_option("--start-time", o.start_time, "job start (year for lines that print none)");
+  o.cmds.job_output->add_option("--node", o.output_node, "the file is this one node's log, not the job's");
+  json_flag(o.cmds.job_output);
 
   o.cmds.nodes = app.add_subcommand("nodes", "nodes and their agents; --rank: the fleet's suspects");
   o.cmds.nodes->add_flag("--rank", o.rank, "rank nodes/devices repeatedly responsible across jobs");
@@ -274,7 +406,7 @@ int runRemoteCommands(CLI::App&, RemoteOptions& o) {
   if (*o.cmds.job_import) return cmdJobImport(o);
   if (*o.cmds.job) {
     if (o.job_id.empty()) {
-      std::fprintf(stderr, "faultline: job: give a job id, or start|end|import\n");
+      std::fprintf(stderr, "faultline: job: give a job id, or start|end|import|output\n");
       return kUsage;
     }
     return cmdJob(o);

@@ -1,4 +1,4 @@
-// The aggregator-facing subcommands of `faultline`: job events (job start|end|import) and
+// The aggregator-facing subcommands of `faultline`: job events (job start|end|import|output) and
 // queries (jobs, job ID, nodes, node HOST, symptoms, agents). Each talks to the aggregator's HTTP
 // API (--server, the default) or reads/writes its SQLite file (--db); both go through the same
 // API routing, so the output is identical. Exit codes: 0 ok, 1 not found / no verdict,
@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "common/rule_engine.h"
+
 namespace faultline::cli {
 
 struct RemoteCommands {
   CLI::App *jobs = nullptr, *job = nullptr, *job_start = nullptr, *job_end = nullptr, *job_import = nullptr,
-           *nodes = nullptr, *node = nullptr, *symptoms = nullptr, *agents = nullptr;
+           *job_output = nullptr, *nodes = nullptr, *node = nullptr, *symptoms = nullptr, *agents = nullptr;
 };
 
 struct RemoteOptions {
@@ -34,11 +36,20 @@ struct RemoteOptions {
   bool history = false;
   // job events
   std::string job_id, host, nodelist, exit_code, time, start_time, import_file;
+  int ntasks_per_node = 0;
+  // job output
+  std::vector<std::string> output_files;
+  std::string output_node;
 };
 
 // Adds the subcommands to `app`; `opts` receives the parsed values (must outlive parsing).
 void addRemoteCommands(CLI::App& app, RemoteOptions& opts);
 // Runs the chosen subcommand if it is one of ours; returns its exit code, or -1 if not ours.
+// `job output` is not run here (it needs the rules): see runJobOutput.
 int runRemoteCommands(CLI::App& app, RemoteOptions& opts);
+// `faultline job output ID FILE...`: extracts each job-wide log's symptoms here, with the rule
+// engine, ranks placed through the job's layout (--nodes/--ntasks-per-node, else what the
+// aggregator knows of the job), and posts them to /jobs/ID/output; prints the verdict.
+int runJobOutput(const RemoteOptions& opts, const common::RuleEngine& engine);
 
 }  // namespace faultline::cli

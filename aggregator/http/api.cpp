@@ -82,14 +82,47 @@ HttpResponse Api::handle(const HttpRequest& request) {
   return r;
 }
 
-HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id, bool end) {
-  const std::string prefix = "Bearer ";
+bool Api::writeAuthorized(std::string_view authorization) const {
+  const std::string_view prefix = "Bearer ";
+  return !options_.write_token.empty() && authorization.substr(0, prefix.size()) == prefix &&
+         sameSecret(authorization.substr(prefix.size()), options_.write_token);
+}
+
+std::optional<HttpResponse> Api::refuseWrite(const HttpRequest& request) {
   if (options_.write_token.empty()) return error(403, "write endpoints are disabled (no token configured)");
-  if (request.authorization.compare(0, prefix.size(), prefix) != 0 ||
-      !sameSecret(std::string_view(request.authorization).substr(prefix.size()), options_.write_token)) {
+  if (!writeAuthorized(request.authorization)) {
     metrics_.add("faultline_http_unauthorized_total");
     return error(401, "bad or missing bearer token");
   }
+  return std::nullopt;
+}
+
+HttpResponse Api::jobOutput(const HttpRequest& request, const std::string& job_id) {
+  if (auto refused = refuseWrite(request)) return *refused;
+  if (!validJobId(job_id)) return error(400, "bad job id");
+  json body = json::parse(request.body, nullptr, false);
+  if (body.is_discarded()) return error(400, "body is not JSON");
+  std::string why;
+  auto output = jobOutputFromJson(body, job_id, clock_.nowNs(), &why);
+  if (!output) {
+    metrics_.add("faultline_job_outputs_rejected_total");
+    return error(400, why);
+  }
+  if (!store_.putJobOutput(*output, &why)) return error(503, why);
+  metrics_.add("faultline_job_outputs_total");
+  metrics_.add("faultline_job_output_symptoms_total", "", "", output->symptoms.size());
+  json out{{"job_id", job_id}, {"source", output->source}, {"symptoms", output->symptoms.size()}, {"verdict", nullptr}};
+  if (engine_)
+    if (auto v = engine_->onJobOutput(job_id))
+      out["verdict"] = {{"revision", v->revision},
+                        {"status", v->status},
+                        {"reason", v->reason},
+                        {"sub_domain", common::subDomainName(v->diagnosis.sub_domain)}};
+  return jsonResponse(200, out);
+}
+
+HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id, bool end) {
+  if (auto refused = refuseWrite(request)) return *refused;
   json body = request.body.empty() ? json(nullptr) : json::parse(request.body, nullptr, false);
   if (body.is_discarded()) return error(400, "body is not JSON");
   std::string why;
@@ -142,6 +175,7 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   if (request.method == "POST") {
     if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end"))
       return jobEvent(request, parts[1], parts[2] == "end");
+    if (parts.size() == 3 && parts[0] == "jobs" && parts[2] == "output") return jobOutput(request, parts[1]);
     return error(parts.size() == 3 && parts[0] == "jobs" ? 404 : 405, "no such write endpoint");
   }
   if (request.method != "GET" && request.method != "HEAD") return error(405, "method not allowed");

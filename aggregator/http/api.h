@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "aggregator/clock.h"
@@ -41,11 +42,17 @@ class Api {
   // must outlive the Api. `gauges` (may be empty) adds live values to /metrics.
   Api(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, ApiOptions options);
   HttpResponse handle(const HttpRequest& request);
+  // The Authorization header carries the write token (the server lets such requests send
+  // larger bodies: job outputs).
+  bool writeAuthorized(std::string_view authorization) const;
 
  private:
   HttpResponse route(const HttpRequest& request, const std::string& path,
                      const std::multimap<std::string, std::string>& query);
   HttpResponse jobEvent(const HttpRequest& request, const std::string& job_id, bool end);
+  HttpResponse jobOutput(const HttpRequest& request, const std::string& job_id);
+  // 403/401 unless the request may write.
+  std::optional<HttpResponse> refuseWrite(const HttpRequest& request);
 
   Store& store_;
   VerdictEngine* engine_;

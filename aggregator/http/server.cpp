@@ -19,6 +19,9 @@ using tcp = net::ip::tcp;
 
 namespace {
 
+constexpr uint64_t kBodyLimit = 1 << 20;
+constexpr uint64_t kOutputBodyLimit = 64 << 20;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Api& api) : stream_(std::move(socket)), api_(api) {}
@@ -27,9 +30,22 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void read() {
     parser_.emplace();
-    parser_->body_limit(1 << 20);
+    parser_->body_limit(kBodyLimit);
     parser_->header_limit(16 << 10);
     stream_.expires_after(std::chrono::seconds(30));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->onHeader(ec); });
+  }
+
+  // A job output (the symptoms of a whole job's log) may be larger than other requests, once
+  // the header shows the write token; everyone else stays at 1 MiB.
+  void onHeader(beast::error_code ec) {
+    if (ec) return onRead(ec);
+    const auto& req = parser_->get();
+    if (req.method() == http::verb::post && req.target().ends_with("/output") &&
+        api_.writeAuthorized(std::string(req[http::field::authorization])))
+      parser_->body_limit(kOutputBodyLimit);
+    stream_.expires_after(std::chrono::seconds(120));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });
   }

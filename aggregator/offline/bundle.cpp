@@ -223,6 +223,19 @@ ScanResult scanFile(const std::string& path, const std::string& node, const comm
   return result;
 }
 
+ScanResult scanJobLog(const std::string& path, const std::string& node,
+                      std::function<std::string(int)> node_of_rank, const common::RuleEngine& engine,
+                      const common::ParseOptions& parse_options, const BundleOptions& options) {
+  ScanResult result;
+  common::SymptomAggregator agg(options.aggregation_window_ns);
+  LogFormat format = detectFile(path);
+  FileScan scan{engine, {node, path, common::sourceKindOf(format), std::move(node_of_rank)}, &agg, nullptr};
+  result.coverage = scanOne(path, format, parse_options, scan, options.read_chunk);
+  result.coverage.node = node;
+  result.symptoms = agg.drainAll();
+  return result;
+}
+
 std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine, std::string* error,
                                  const BundleOptions& options) {
   fs::path root(dir);

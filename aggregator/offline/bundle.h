@@ -5,6 +5,7 @@
 // truncated files show up in coverage; a missing or broken job.json is an error.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -57,5 +58,13 @@ struct ScanResult {
 };
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
                     const common::ParseOptions* parse_options = nullptr, bool aggregate = true);
+
+// One job-wide log (the job's output file) read as loadBundle reads it: format detected, ranks
+// placed on nodes through `node_of_rank` (may be empty), identical symptoms merged within the
+// bundle's aggregation window. `node` is "" unless the file is one node's. Used by
+// `faultline job output`, so the aggregator judges the same symptoms `attribute` would.
+ScanResult scanJobLog(const std::string& path, const std::string& node,
+                      std::function<std::string(int)> node_of_rank, const common::RuleEngine& engine,
+                      const common::ParseOptions& parse_options, const BundleOptions& options = {});
 
 }  // namespace faultline::offline

@@ -102,6 +102,7 @@ json queryJob(const QueryContext& q, const std::string& job_id) {
   if (!j) return nullptr;
   json out = withSite(jobJson(*j), *j);
   out["nodes"] = j->info.nodes;
+  out["ntasks_per_node"] = j->info.ntasks_per_node;
   out["revisions"] = json::array();
   for (const auto& v : q.store.verdictHistory(job_id)) out["revisions"].push_back(verdictSummary(v));
   out["verdict"] = out["revisions"].empty() ? json(nullptr) : out["revisions"].back();

@@ -146,6 +146,20 @@ CREATE TABLE relay_outbox(
   items INTEGER NOT NULL,
   payload BLOB NOT NULL);
 )sql",
+    // 3: job output. Symptoms from a job-wide log that no agent follows (the job's output file,
+    // slurm-%j.out on a shared filesystem), extracted by `faultline job output` and posted to
+    // /jobs/{id}/output: one row per (job, source), replaced by a repeated upload. The id only
+    // grows (AUTOINCREMENT), so the verdict engine can watch it with a watermark.
+    R"sql(
+CREATE TABLE job_outputs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id TEXT NOT NULL,
+  source TEXT NOT NULL,
+  received_ns INTEGER NOT NULL,
+  coverage TEXT NOT NULL,
+  symptoms TEXT NOT NULL,
+  UNIQUE(job_id, source));
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

@@ -24,16 +24,12 @@ std::string_view ingestStatusName(IngestResult::Status s) {
   return "?";
 }
 
-namespace {
-
 std::optional<common::SourceKind> parseSourceKind(std::string_view s) {
   for (auto k : {common::SourceKind::kKernel, common::SourceKind::kJournal, common::SourceKind::kFabricManager,
                  common::SourceKind::kApplication})
     if (common::sourceKindName(k) == s) return k;
   return std::nullopt;
 }
-
-}  // namespace
 
 bool isActiveJobState(std::string_view s) {
   for (std::string_view a : {"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
@@ -369,13 +365,7 @@ JobRow jobFromRow(Stmt& s, sqlite3* db) {
   Stmt n(db, "SELECT node FROM job_nodes WHERE job_id = ? ORDER BY position");
   n.bind(1, j.info.job_id);
   while (n.step() == SQLITE_ROW) j.info.nodes.push_back(n.text(0));
-  if (j.info.ntasks_per_node > 0) {
-    int next = 0;
-    for (const auto& node : j.info.nodes) {
-      j.info.ranks.push_back({node, next, next + j.info.ntasks_per_node - 1});
-      next += j.info.ntasks_per_node;
-    }
-  }
+  common::deriveRanks(j.info);
   return j;
 }
 
@@ -538,6 +528,64 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
     out.push_back(symptomFromJson(json::parse(s.text(1), nullptr, false)));
   }
   if (max_id) *max_id = hi;
+  return out;
+}
+
+// ---- job output ----
+
+bool Store::putJobOutput(const JobOutput& o, std::string* error) {
+  json cov{{"node", o.coverage.node},       {"source", o.coverage.source},   {"format", o.coverage.format},
+           {"records", o.coverage.records}, {"skipped", o.coverage.skipped}, {"status", o.coverage.status},
+           {"reason", o.coverage.reason}};
+  json symptoms = json::array();
+  for (const auto& x : o.symptoms) symptoms.push_back(symptomToJson(x));
+  Lock lock(*this);
+  Stmt s(db_->get(),
+         "INSERT OR REPLACE INTO job_outputs(job_id, source, received_ns, coverage, symptoms) VALUES(?,?,?,?,?)");
+  s.bind(1, o.job_id).bind(2, o.source).bind(3, o.received_ns ? o.received_ns : clock_.nowNs());
+  s.bind(4, cov.dump(-1, ' ', false, json::error_handler_t::replace));
+  s.bind(5, symptoms.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (s.step() != SQLITE_DONE) {
+    *error = "store: " + db_->errmsg();
+    return false;
+  }
+  return true;
+}
+
+std::vector<JobOutput> Store::jobOutputs(const std::string& job_id) {
+  Lock lock(*this);
+  Stmt s(db_->get(), "SELECT source, received_ns, coverage, symptoms FROM job_outputs WHERE job_id = ? ORDER BY source");
+  s.bind(1, job_id);
+  std::vector<JobOutput> out;
+  while (s.step() == SQLITE_ROW) {
+    JobOutput o;
+    o.job_id = job_id;
+    o.source = s.text(0);
+    o.received_ns = s.i64(1);
+    json c = json::parse(s.text(2), nullptr, false);
+    if (c.is_object())
+      o.coverage = {c.value("node", ""),           c.value("source", ""),   c.value("format", ""),
+                    c.value("records", uint64_t{0}), c.value("skipped", uint64_t{0}), c.value("status", "ok"),
+                    c.value("reason", "")};
+    json list = json::parse(s.text(3), nullptr, false);
+    if (list.is_array())
+      for (const auto& j : list)
+        if (j.is_object()) o.symptoms.push_back(symptomFromJson(j));
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<std::string> Store::jobsWithOutputSince(int64_t after_id, int64_t* newest_id) {
+  Lock lock(*this);
+  Stmt s(db_->get(), "SELECT job_id, MAX(id) FROM job_outputs WHERE id > ? GROUP BY job_id");
+  s.bind(1, after_id);
+  std::vector<std::string> out;
+  *newest_id = after_id;
+  while (s.step() == SQLITE_ROW) {
+    out.push_back(s.text(0));
+    *newest_id = std::max(*newest_id, s.i64(1));
+  }
   return out;
 }
 
@@ -811,12 +859,16 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
     while (old.step() == SQLITE_ROW) ids.push_back(old.text(0));
     for (const auto& id : ids)
       for (const char* q : {"DELETE FROM verdicts WHERE job_id = ?", "DELETE FROM job_nodes WHERE job_id = ?",
-                            "DELETE FROM jobs WHERE job_id = ?"}) {
+                            "DELETE FROM job_outputs WHERE job_id = ?", "DELETE FROM jobs WHERE job_id = ?"}) {
         Stmt d(db_->get(), q);
         d.bind(1, id).step();
         deleted += static_cast<size_t>(db_->changes());
       }
   }
+  // Outputs uploaded for a job the aggregator never learnt of.
+  run("DELETE FROM job_outputs WHERE id IN (SELECT id FROM job_outputs WHERE received_ns < ?1 AND "
+      "job_id NOT IN (SELECT job_id FROM jobs) LIMIT ?2)",
+      job_cutoff_ns);
   if (!tx.commit()) return 0;
   return deleted;
 }

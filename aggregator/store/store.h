@@ -117,6 +117,17 @@ struct SymptomFilter {
   size_t limit = 1000;
 };
 
+// Symptoms from one job-wide log no agent follows (the job's output file), extracted where the
+// file is by `faultline job output`. Symptoms keep node "" unless the file is one node's: the
+// verdict maps their ranks to nodes through the job's layout when it judges the job.
+struct JobOutput {
+  std::string job_id;
+  std::string source;  // the file's path where it was read
+  int64_t received_ns = 0;
+  common::CoverageEntry coverage;
+  std::vector<common::Symptom> symptoms;
+};
+
 // A job as recorded from any of its sources (prolog/epilog, HTTP, sacct poll, import).
 struct JobRow {
   common::JobInfo info;
@@ -246,6 +257,13 @@ class Store {
   std::vector<NewSymptomSpan> symptomsSince(int64_t after_id);
   int64_t maxSymptomId();
 
+  // Job-wide output (see JobOutput): stores or replaces (job, source). Job ids need not be known
+  // yet: the epilog may upload the output before the job's end is recorded.
+  bool putJobOutput(const JobOutput& output, std::string* error);
+  std::vector<JobOutput> jobOutputs(const std::string& job_id);
+  // Jobs with an output stored after row `after_id`; *newest_id gets the highest row id.
+  std::vector<std::string> jobsWithOutputSince(int64_t after_id, int64_t* newest_id);
+
   // Appends revision n+1 (history kept); returns the revision number, 0 on failure.
   int addVerdict(const VerdictRow& v, std::string* error);
   std::optional<VerdictRow> latestVerdict(const std::string& job_id);
@@ -331,5 +349,6 @@ class Store {
 // Symptom <-> JSON as kept in the store and served by the API.
 nlohmann::json symptomToJson(const common::Symptom& s);
 common::Symptom symptomFromJson(const nlohmann::json& j);
+std::optional<common::SourceKind> parseSourceKind(std::string_view s);
 
 }  // namespace faultline::aggregator

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -10,6 +11,7 @@ namespace faultline::aggregator {
 
 namespace {
 constexpr const char* kWatermarkKey = "verdicts.symptom_watermark";
+constexpr const char* kOutputWatermarkKey = "verdicts.job_output_watermark";
 }
 
 VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
@@ -41,6 +43,20 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   v.reason = reason;
   v.created_ns = now;
   auto symptoms = store_.symptomsForWindow(job.info.nodes, from, to, to_received, &v.max_symptom_id);
+  // The job's own output (uploaded by the epilog): all of it belongs to the job. Ranks the
+  // uploader could not place are placed now, through the layout the job has by now.
+  std::vector<common::CoverageEntry> output_coverage;
+  for (auto& o : store_.jobOutputs(job.info.job_id)) {
+    for (auto& s : o.symptoms) {
+      if (s.node.empty() && !s.field("rank").empty()) {
+        char* end = nullptr;
+        long rank = std::strtol(s.field("rank").c_str(), &end, 10);
+        if (end && *end == '\0') s.node = job.info.nodeOfRank(static_cast<int>(rank));
+      }
+      symptoms.push_back(std::move(s));
+    }
+    output_coverage.push_back(std::move(o.coverage));
+  }
   v.symptoms = symptoms.size();
   v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
 
@@ -65,6 +81,7 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
     for (const auto& s : row->sources)
       coverage.push_back({n, s.source, s.format, s.records, s.skipped, s.status, s.reason});
   }
+  for (auto& c : output_coverage) coverage.push_back(std::move(c));
   v.diagnosis.coverage = std::move(coverage);
   v.missing_nodes = unreportedNodes(job);
   bool reported = v.missing_nodes.empty();
@@ -101,6 +118,18 @@ std::optional<VerdictRow> VerdictEngine::onJobEnded(const std::string& job_id) {
   return store(evaluate(*job, "job_end"));
 }
 
+std::optional<VerdictRow> VerdictEngine::onJobOutput(const std::string& job_id) {
+  auto job = store_.job(job_id);
+  if (!job || !job->failed()) return std::nullopt;
+  auto prev = store_.latestVerdict(job_id);
+  if (!prev) return store(evaluate(*job, "job_end"));
+  VerdictRow next = evaluate(*job, "job_output");
+  if (prev->status == "final") next.status = "final";
+  // The epilog retried an upload it had already made: nothing new to say.
+  if (next.status == prev->status && common::toJson(next.diagnosis) == common::toJson(prev->diagnosis)) return prev;
+  return store(std::move(next));
+}
+
 size_t VerdictEngine::tick() {
   size_t written = 0;
   const int64_t now = clock_.nowNs();
@@ -123,6 +152,11 @@ size_t VerdictEngine::tick() {
       late.insert(id);
   }
   if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
+  // Job outputs stored since the last tick (uploads the API did not judge at once: --db writes).
+  const int64_t output_mark = store_.metaInt(kOutputWatermarkKey, 0);
+  int64_t output_newest = output_mark;
+  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late.insert(std::move(id));
+  if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
   std::map<std::string, VerdictRow> latest;
   for (const auto& id : late)
     if (auto v = store_.latestVerdict(id)) latest.emplace(id, std::move(*v));

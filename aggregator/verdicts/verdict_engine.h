@@ -4,6 +4,7 @@
 //   job ends in a failure state -> revision 1, provisional ("job_end"), at once;
 //   settle time after the end was recorded -> a new revision ("settle");
 //   symptoms for the job's window arrive after a revision -> a new revision ("late_symptoms");
+//   the job's output file is uploaded (`faultline job output`) -> a new revision ("job_output");
 //   a changed job state (sacct refines FAILED -> NODE_FAIL) -> a new revision ("job_update");
 //   every node's agent has reported past end + margin with an empty spool -> final ("reported");
 //   final_timeout after the end with nodes still silent -> final on partial evidence ("timeout"),
@@ -49,6 +50,9 @@ class VerdictEngine {
 
   // Provisional verdict for a job whose end was just recorded, if it failed and has none yet.
   std::optional<VerdictRow> onJobEnded(const std::string& job_id);
+  // A job output was stored: the job's verdict now (its first, or a "job_output" revision),
+  // if the job ended in a failure state; the latest one unchanged when the upload added nothing.
+  std::optional<VerdictRow> onJobOutput(const std::string& job_id);
   // Everything due now: first verdicts, settle/late/final revisions. Returns revisions written.
   size_t tick();
   // The verdict `job` would get now (not stored).

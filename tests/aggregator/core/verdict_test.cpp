@@ -181,7 +181,7 @@ TEST_CASE("verdicts: a refined job state revises the verdict, successes get none
 
 // The aggregator must reach the verdict `faultline attribute` reaches for the same evidence: each
 // sample bundle's symptoms go in as per-node agent batches, its job as a job record.
-TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample", "[verdicts][samples]") {
+TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample, job output uploaded", "[verdicts][samples]") {
   auto rules = shippedRules();
   common::RuleEngine engine(rules);
   std::vector<fs::path> samples;
@@ -189,7 +189,7 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample"
     if (fs::exists(e.path() / "expected.json")) samples.push_back(e.path());
   std::sort(samples.begin(), samples.end());
   REQUIRE(samples.size() >= 10);
-  size_t compared = 0, skipped = 0;
+  size_t compared = 0, with_output = 0;
   for (const auto& dir : samples) {
     std::string error;
     auto bundle = offline::loadBundle(dir.string(), engine, &error);
@@ -199,19 +199,26 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample"
     if (!bundle->job.end_ns) continue;  // a live job needs an end to be judged
     Fixture f;
     f.clock.advance(bundle->job.end_ns - kT0);
-    // Symptoms from the job's own output file (no node) reach the aggregator from no agent;
-    // such samples are compared in the agent end-to-end test instead.
-    if (std::any_of(bundle->symptoms.begin(), bundle->symptoms.end(), [](const auto& s) { return s.node.empty(); })) {
-      ++skipped;
-      continue;
-    }
+    // Node logs reach the aggregator from each node's agent; the job-wide logs at the bundle's
+    // top (the job's output file) from `faultline job output`, one upload per file.
     std::map<std::string, common::SymptomBatchData> batches;
+    std::map<std::string, JobOutput> outputs;
     for (const auto& s : bundle->symptoms) {
+      if (fs::path(s.source).parent_path() == dir) {
+        auto& o = outputs[s.source];
+        o.job_id = bundle->job.job_id.empty() ? "job" : bundle->job.job_id;
+        o.source = o.coverage.source = s.source;
+        o.symptoms.push_back(s);
+        continue;
+      }
+      REQUIRE_FALSE(s.node.empty());
       auto& b = batches[s.node];
       if (b.header.hostname.empty()) b = makeBatch(s.node, 1, {});
       b.symptoms.push_back(s);
     }
     for (auto& [node, b] : batches) f.ingest(b);
+    for (auto& [source, o] : outputs) REQUIRE(f.store->putJobOutput(o, &error));
+    if (!outputs.empty()) ++with_output;
     JobUpdate u;
     u.job_id = bundle->job.job_id.empty() ? "job" : bundle->job.job_id;
     u.state = bundle->job.state;
@@ -233,6 +240,6 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample"
     CHECK(got.dump(1) == want.dump(1));
     ++compared;
   }
-  CHECK(compared >= 10);
-  CHECK(compared + skipped <= samples.size());
+  CHECK(compared >= 25);
+  CHECK(with_output >= 25);
 }
