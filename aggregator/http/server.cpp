@@ -30,7 +30,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void read() {
     parser_.emplace();
-    parser_->body_limit(kBodyLimit);
+    // Beast checks a Content-Length against the limit as the header completes: the larger bound
+    // first, then the header decides (onHeader).
+    parser_->body_limit(kOutputBodyLimit);
     parser_->header_limit(16 << 10);
     stream_.expires_after(std::chrono::seconds(30));
     http::async_read_header(stream_, buffer_, *parser_,
@@ -42,9 +44,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void onHeader(beast::error_code ec) {
     if (ec) return onRead(ec);
     const auto& req = parser_->get();
-    if (req.method() == http::verb::post && req.target().ends_with("/output") &&
-        api_.writeAuthorized(std::string(req[http::field::authorization])))
-      parser_->body_limit(kOutputBodyLimit);
+    if (req.method() != http::verb::post || !req.target().ends_with("/output") ||
+        !api_.writeAuthorized(std::string(req[http::field::authorization]))) {
+      if (parser_->content_length().value_or(0) > kBodyLimit) return onRead(http::error::body_limit);
+      parser_->body_limit(kBodyLimit);  // chunked bodies: checked as they arrive
+    }
     stream_.expires_after(std::chrono::seconds(120));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });

@@ -138,8 +138,8 @@ std::string checkOutputSymptom(const json& j) {
     if (j.contains(key) && (!j[key].is_number_integer() || j[key].get<int64_t>() < 0))
       return fmt::format("{} must be a non-negative integer", key);
   if (j.value("first_ns", int64_t{0}) > j.value("last_ns", int64_t{0})) return "first_ns after last_ns";
-  if (j.contains("count") && (!j["count"].is_number_unsigned() || j["count"].get<uint64_t>() < 1 ||
-                              j["count"].get<uint64_t>() > UINT32_MAX))
+  if (j.contains("count") && (!j["count"].is_number_integer() || j["count"].get<int64_t>() < 1 ||
+                              j["count"].get<int64_t>() > int64_t{UINT32_MAX}))
     return "count must be an integer in [1, 2^32)";
   for (const char* key : {"time_known", "fallback_root"})
     if (j.contains(key) && !j[key].is_boolean()) return fmt::format("{} must be true or false", key);
@@ -177,7 +177,7 @@ std::optional<JobOutput> jobOutputFromJson(const json& body, const std::string& 
     const json& c = body["coverage"];
     bool ok = c.is_object() && boundedJson(c, 4096, 1);
     for (const char* key : {"records", "skipped"})
-      ok = ok && (!c.contains(key) || c[key].is_number_unsigned());
+      ok = ok && (!c.contains(key) || (c[key].is_number_integer() && c[key].get<int64_t>() >= 0));
     for (const char* key : {"node", "format", "status", "reason"})
       ok = ok && (!c.contains(key) || c[key].is_string());
     const std::string status = ok ? c.value("status", "ok") : "";

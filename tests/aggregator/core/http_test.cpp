@@ -5,6 +5,8 @@
 #include "aggregator/http/api.h"
 #include "aggregator/http/client.h"
 #include "aggregator/http/server.h"
+#include "aggregator/offline/bundle.h"
+#include "common/rule_engine.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -176,4 +178,84 @@ TEST_CASE("http: write endpoints are off without a token, the server binds where
   CHECK_FALSE(server.listen("not-an-address", 0, &error));
   CHECK(server.listen("127.0.0.1", 0, &error));
   CHECK(server.port() != 0);
+}
+
+TEST_CASE("http: a job's output file is uploaded, judged with the job, and its upload bound is the token's", "[http]") {
+  Server s;
+  // The job: the end event (as the epilog sends it) carries the block layout.
+  auto ended = s.call("POST", "/jobs/4812345/end",
+                      R"({"nodes": "gpu-a[01-02]", "exit_code": "1:0", "ntasks_per_node": 4,
+                          "start_time": "2024-06-01T10:00:00Z", "time": "2024-06-01T10:42:51Z"})",
+                      "s3cret");
+  REQUIRE(ended.status == 200);
+  CHECK(json::parse(ended.body)["verdict"]["sub_domain"] == "unattributed");  // no agent, no output yet
+  CHECK(s.get("/jobs/4812345")["ntasks_per_node"] == 4);
+
+  // What `faultline job output` sends for the sample's slurm-%j.out: ranks placed through the layout.
+  const std::string file = FAULTLINE_SOURCE_DIR "/samples/app-keyerror-rank5/slurm-4812345.out";
+  common::RuleEngine rule_engine(common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"}).rules);
+  common::JobInfo layout;
+  layout.nodes = {"gpu-a01", "gpu-a02"};
+  layout.ntasks_per_node = 4;
+  common::deriveRanks(layout);
+  common::ParseOptions popts;
+  popts.default_year = 2024;
+  auto scan = offline::scanJobLog(file, "", [&](int r) { return layout.nodeOfRank(r); }, rule_engine, popts);
+  REQUIRE(scan.symptoms.size() >= 3);
+  json body{{"source", file},
+            {"coverage", {{"format", scan.coverage.format}, {"records", scan.coverage.records}, {"status", "ok"}}},
+            {"symptoms", json::array()}};
+  for (const auto& x : scan.symptoms) body["symptoms"].push_back(symptomToJson(x));
+
+  CHECK(s.call("POST", "/jobs/4812345/output", body.dump()).status == 401);
+  CHECK(s.call("POST", "/jobs/4812345/output", "{broken", "s3cret").status == 400);
+  CHECK(s.call("POST", "/jobs/4812345/output", R"({"source": "f", "symptoms": [{"rule_id": ""}]})", "s3cret").status == 400);
+  CHECK(s.call("POST", "/jobs/bad%20id/output", body.dump(), "s3cret").status == 400);
+  s.clock.advance(5 * kSec);
+  auto up = s.call("POST", "/jobs/4812345/output", body.dump(), "s3cret");
+  INFO(up.body);
+  REQUIRE(up.status == 200);
+  auto u = json::parse(up.body);
+  CHECK(u["symptoms"] == scan.symptoms.size());
+  CHECK(u["verdict"]["revision"] == 2);
+  CHECK(u["verdict"]["reason"] == "job_output");
+  CHECK(u["verdict"]["sub_domain"] == "application");
+  auto diag = s.get("/jobs/4812345/diagnosis");
+  CHECK(diag["cause"]["rule_id"] == "python.exception");
+  CHECK(diag["responsible_nodes"][0]["node"] == "gpu-a02");
+  bool output_covered = false;
+  for (const auto& c : diag["coverage"]) output_covered |= c["source"] == file && c["status"] == "ok";
+  CHECK(output_covered);
+
+  // The epilog retried: the same upload replaces itself and says nothing new.
+  auto again = s.call("POST", "/jobs/4812345/output", body.dump(), "s3cret");
+  REQUIRE(again.status == 200);
+  CHECK(json::parse(again.body)["verdict"]["revision"] == 2);
+  CHECK(s.get("/jobs/4812345")["revisions"].size() == 2);
+  CHECK(s.store->jobOutputs("4812345").size() == 1);
+
+  // Above 1 MiB only with the token: a big job's output (here padded evidence) is accepted...
+  json big = body;
+  for (int i = 0; i < 600; ++i) {
+    json x = body["symptoms"][0];
+    x["fields"]["rank"] = std::to_string(1000 + i);
+    x["evidence"] = {std::string(3000, 'e')};
+    big["symptoms"].push_back(std::move(x));
+  }
+  big["source"] = "/shared/slurm-4812399.out";
+  REQUIRE(big.dump().size() > (1u << 20));
+  auto accepted = s.call("POST", "/jobs/4812399/output", big.dump(), "s3cret");
+  CHECK(accepted.status == 200);
+  CHECK(json::parse(accepted.body)["verdict"].is_null());  // not a known job yet: kept for its end
+  CHECK(s.store->jobOutputs("4812399").size() == 1);
+  {
+    // ...and without the token the body stops at 1 MiB (413, or the close while still sending).
+    std::string error;
+    auto refused = httpCall(s.url, "POST", "/jobs/4812399/output", big.dump(), "", std::chrono::seconds(10), &error);
+    if (refused) CHECK(refused->status == 413);
+    s.get("/healthz");
+  }
+  auto metrics = s.call("GET", "/metrics");
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_job_outputs_total 3"));
+  CHECK_THAT(metrics.body, Catch::Contains("faultline_job_outputs_rejected_total 1"));
 }

@@ -115,3 +115,82 @@ TEST_CASE("jobs: sacct poll through a fake sacct command, and import", "[jobs]")
   CHECK(importSacct(*store, readFile(FAULTLINE_SOURCE_DIR "/samples/timeout-healthy/sacct.json"), "import", &errors) == 1);
   CHECK(errors.empty());
 }
+
+TEST_CASE("jobs: job output bodies are validated as hostile input", "[jobs]") {
+  std::string error;
+  json sym{{"rule_id", "python.exception"}, {"symptom", "python_exception"}, {"sub_domain", "application"},
+           {"role", "root"}, {"severity", "error"}, {"node", ""}, {"source", "/home/u/slurm-7.out"},
+           {"source_kind", "application"}, {"first_ns", 0}, {"last_ns", 0}, {"time_known", false}, {"count", 1},
+           {"evidence", {"KeyError: 'input_ids'"}}, {"fields", {{"rank", "5"}}}};
+  json body{{"source", "/home/u/slurm-7.out"},
+            {"coverage", {{"format", "application"}, {"records", 67}, {"skipped", 0}, {"status", "ok"}}},
+            {"symptoms", {sym}}};
+  auto out = jobOutputFromJson(body, "7", kT0, &error);
+  INFO(error);
+  REQUIRE(out);
+  CHECK(out->job_id == "7");
+  CHECK(out->received_ns == kT0);
+  CHECK(out->coverage.source == "/home/u/slurm-7.out");
+  CHECK(out->coverage.records == 67);
+  REQUIRE(out->symptoms.size() == 1);
+  CHECK(out->symptoms[0].field("rank") == "5");
+  CHECK(out->symptoms[0].sub_domain == common::SubDomain::kApplication);
+
+  // Each of these is refused with a reason, never stored half.
+  auto refused = [&](json b) {
+    std::string why;
+    bool bad = !jobOutputFromJson(b, "7", kT0, &why);
+    INFO(b.dump().substr(0, 200) << " -> " << why);
+    CHECK(bad);
+    CHECK_FALSE(why.empty());
+  };
+  refused(json::array());
+  refused(json{{"symptoms", json::array()}});                              // no source
+  refused(json{{"source", ""}, {"symptoms", json::array()}});              // empty source
+  refused(json{{"source", std::string(5000, 'p')}, {"symptoms", json::array()}});
+  refused(json{{"source", std::string("a\0b", 3)}, {"symptoms", json::array()}});
+  refused(json{{"source", "f"}});                                          // no symptoms
+  refused(json{{"source", "f"}, {"symptoms", json::object()}});
+  refused(json{{"source", "f"}, {"coverage", {{"status", "fine"}}}, {"symptoms", json::array()}});
+  refused(json{{"source", "f"}, {"coverage", {{"records", -1}}}, {"symptoms", json::array()}});
+  auto with = [&](const char* key, json value) {
+    json b = body;
+    b["symptoms"][0][key] = std::move(value);
+    return b;
+  };
+  refused(with("rule_id", ""));
+  refused(with("rule_id", 7));
+  refused(with("sub_domain", "plumbing"));
+  refused(with("role", "victim"));
+  refused(with("severity", "meh"));
+  refused(with("source_kind", "tape"));
+  refused(with("first_ns", -5));
+  refused(with("first_ns", 10));  // after last_ns
+  refused(with("count", 0));
+  refused(with("count", 1ull << 40));
+  refused(with("time_known", "yes"));
+  refused(with("evidence", {"a", "b", "c", "d"}));
+  refused(with("evidence", {1}));
+  refused(with("fields", {{"rank", 5}}));
+  refused(with("node", std::string(300, 'n')));
+  refused(with("summary", std::string(70 << 10, 's')));
+  refused(with("summary", std::string("x\0y", 3)));
+  refused(with("fields", {{"a", {{"b", {{"c", "deep"}}}}}}));
+  {
+    json b = body;
+    b["symptoms"].push_back("not an object");
+    refused(b);
+  }
+  {
+    json b = body;
+    b["symptoms"] = json::array();
+    for (size_t i = 0; i <= kMaxJobOutputSymptoms; ++i) b["symptoms"].push_back(json{{"rule_id", "r"}});
+    refused(b);
+  }
+  // A start/end event may carry the layout that places ranks on nodes.
+  auto end = jobUpdateFromJson(json{{"ntasks_per_node", 4}}, "7", JobEventKind::kEnd, kT0, &error);
+  REQUIRE(end);
+  CHECK(end->ntasks_per_node == 4);
+  CHECK_FALSE(jobUpdateFromJson(json{{"ntasks_per_node", "4"}}, "7", JobEventKind::kEnd, kT0, &error));
+  CHECK_FALSE(jobUpdateFromJson(json{{"ntasks_per_node", -1}}, "7", JobEventKind::kEnd, kT0, &error));
+}

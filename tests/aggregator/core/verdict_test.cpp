@@ -143,6 +143,66 @@ TEST_CASE("verdicts: late symptoms for the window make a new revision", "[verdic
   CHECK(v2->diagnosis.responsible.at(0).node == "gpu-02");
 }
 
+TEST_CASE("verdicts: a job's uploaded output counts, also before its end, ranks placed by the layout", "[verdicts]") {
+  Fixture f;
+  // The output arrives first (the node epilog beat slurmctld's): a job not known yet. Its rank 5
+  // could not be placed where it was read.
+  common::Symptom tb = makeSymptom("", "python.exception", 0, common::SubDomain::kApplication);
+  tb.time_known = false;
+  tb.symptom = "python_exception";
+  tb.fields["rank"] = "5";
+  tb.source = "/shared/slurm-300.out";
+  JobOutput out;
+  out.job_id = "300";
+  out.source = out.coverage.source = "/shared/slurm-300.out";
+  out.coverage.format = "application";
+  out.coverage.records = 40;
+  out.symptoms = {tb};
+  std::string error;
+  REQUIRE(f.store->putJobOutput(out, &error));
+  f.clock.advance(300 * kSec);
+  CHECK(f.engine->tick() == 0);                  // nothing to judge: no job
+  CHECK_FALSE(f.engine->onJobOutput("300"));
+  // The job ends; the sacct poll knows 4 tasks per node, so rank 5 ran on gpu-02.
+  JobUpdate u;
+  u.job_id = "300";
+  u.nodelist = "gpu-[01-02]";
+  u.start_ns = kT0;
+  u.end_ns = kT0 + 290 * kSec;
+  u.state = "FAILED";
+  u.ntasks_per_node = 4;
+  u.source = "sacct";
+  REQUIRE(f.store->recordJob(u, &error));
+  auto v1 = f.engine->onJobEnded("300");
+  REQUIRE(v1);
+  CHECK(v1->symptoms == 1);
+  CHECK(v1->diagnosis.sub_domain == common::SubDomain::kApplication);
+  REQUIRE_FALSE(v1->diagnosis.responsible.empty());
+  CHECK(v1->diagnosis.responsible[0].node == "gpu-02");
+  bool covered = false;
+  for (const auto& c : v1->diagnosis.coverage) covered |= c.source == "/shared/slurm-300.out" && c.records == 40;
+  CHECK(covered);
+  CHECK(f.engine->tick() == 0);  // the output was already judged: no second revision for it
+
+  // A second file (stderr) written through the SQLite file, with no engine to judge it at once:
+  // the next tick sees it.
+  JobOutput err = out;
+  err.source = err.coverage.source = "/shared/slurm-300.err";
+  err.symptoms[0].rule_id = "cuda.oom";
+  err.symptoms[0].fields["rank"] = "0";
+  REQUIRE(f.store->putJobOutput(err, &error));
+  CHECK(f.engine->tick() == 1);
+  auto v2 = f.store->latestVerdict("300");
+  CHECK(v2->reason == "late_symptoms");
+  CHECK(v2->symptoms == 2);
+  CHECK(f.engine->tick() == 0);
+  // Retention removes a job's outputs with the job.
+  while (f.store->pruneStep(kT0 + 100'000 * kSec, kT0 + 100'000 * kSec, 100) == 100) {
+  }
+  CHECK(f.store->jobOutputs("300").empty());
+  CHECK_FALSE(f.store->job("300"));
+}
+
 TEST_CASE("verdicts: nodes without a live agent show as missing, final after the timeout", "[verdicts]") {
   Fixture f;
   f.heartbeat("gpu-01", kT0);
