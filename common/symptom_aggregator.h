@@ -1,6 +1,8 @@
 // Collapses identical symptoms (same rule, node, device, boot) seen within a window into one
-// symptom with first/last time, a count and the first few evidence lines. Used on the node
-// (before shipping) and offline. Pure; not thread-safe.
+// symptom with first/last time, a count and the first few evidence lines. A job-wide log's
+// symptom whose rank could not be placed on a node (node "") also keeps its rank apart: each
+// rank is placed later, on its own node. Used on the node (before shipping), offline, and by
+// `faultline job output`. Pure; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +28,7 @@ class SymptomAggregator {
   size_t pending() const { return open_.size(); }
 
  private:
-  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
   int64_t window_ns_;
   std::map<Key, Symptom> open_;
   std::vector<Symptom> closed_;  // groups pushed out of the window by a later occurrence

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
 #include <kj/io.h>
@@ -164,6 +166,30 @@ TEST_CASE("identical symptoms collapse within the window", "[aggregator]") {
   agg.add(late);
   agg.add(other);
   CHECK(agg.drainAll().size() == 3);
+}
+
+TEST_CASE("a job-wide log's ranks stay apart until they are placed on nodes", "[aggregator]") {
+  SymptomAggregator agg;
+  auto rank = [](const std::string& node, const std::string& r) {
+    Symptom s = sample(0);
+    s.node = node;
+    s.device.clear();
+    s.count = 1;
+    s.fields["rank"] = r;
+    return s;
+  };
+  // Unplaced (no layout where the file was read): one group per rank, repeats still merge.
+  agg.add(rank("", "5"));
+  agg.add(rank("", "5"));
+  agg.add(rank("", "6"));
+  // Placed: ranks on one node are one group, as before.
+  agg.add(rank("gpu-01", "0"));
+  agg.add(rank("gpu-01", "1"));
+  auto out = agg.drainAll();
+  REQUIRE(out.size() == 3);
+  std::map<std::string, uint32_t> counts;
+  for (const auto& s : out) counts[s.node + "/" + (s.node.empty() ? s.field("rank") : "")] = s.count;
+  CHECK(counts == std::map<std::string, uint32_t>{{"/5", 2}, {"/6", 1}, {"gpu-01/", 2}});
 }
 
 TEST_CASE("PCI ids normalise across driver spellings", "[symptom]") {

@@ -95,10 +95,39 @@ TEST_CASE("binaries: prolog/epilog -> aggregator -> verdict, sacct poll, query C
   CHECK_THAT(report.out, Catch::Contains("job 900: fail / hardware"));
   CHECK_THAT(report.out, Catch::Contains("verdict: revision 1, provisional"));
 
+  // A job whose only evidence is its output file on the shared filesystem: the epilog sends the
+  // end, then the output's symptoms (paths from SLURM_JOB_STDOUT, the layout from scontrol).
+  std::filesystem::copy_file(FAULTLINE_SOURCE_DIR "/samples/app-keyerror-rank5/slurm-4812345.out",
+                             dir.file("slurm-903.out"));
+  std::ofstream(dir.file("scontrol")) << "#!/bin/sh\necho 'JobId=903 JobName=train UserId=u(1000) JobState=FAILED "
+                                         "NumNodes=2 NumCPUs=64 NumTasks=8 StdErr=" << dir.file("slurm-903.out")
+                                      << " StdOut=" << dir.file("slurm-%j.out") << "'\n";
+  std::filesystem::permissions(dir.file("scontrol"), std::filesystem::perms::owner_all);
+  auto epilog903 = run("env SLURM_JOB_ID=903 SLURM_JOB_NODELIST='gpu-a[01-02]' FAULTLINE_BIN=" + cli +
+                       " FAULTLINE_SERVER=" + url + " FAULTLINE_TOKEN_FILE=" + dir.file("token") +
+                       " FAULTLINE_SCONTROL=" + dir.file("scontrol") + " SLURM_JOB_EXIT_CODE2=1:0 " +
+                       FAULTLINE_SOURCE_DIR "/aggregator/slurm/epilog.sh");
+  CHECK(epilog903.status == 0);
+  auto d903 = json::parse(run(server + " job 903 --json").out, nullptr, false);
+  REQUIRE(d903.is_object());
+  CHECK(d903["sub_domain"] == "application");
+  CHECK(d903["cause"]["rule_id"] == "python.exception");
+  CHECK(d903["responsible_nodes"][0]["node"] == "gpu-a02");  // rank 5 with 4 tasks per node
+  CHECK(d903["verdict"]["revision"] == 2);
+  CHECK(d903["verdict"]["reason"] == "job_output");
+  auto history = run(server + " job 903 --history");
+  CHECK_THAT(history.out, Catch::Contains("job_output"));
+  // The CLI on its own: a missing file is a usage error; a retried upload changes nothing.
+  CHECK(run(server + " --token-file " + dir.file("token") + " job output 903 " + dir.file("nope.out")).status == 2);
+  auto retried = run(server + " --token-file " + dir.file("token") + " job output 903 " + dir.file("slurm-903.out") +
+                     " --json");
+  CHECK(retried.status == 0);
+  CHECK(json::parse(retried.out, nullptr, false)[0]["verdict"]["revision"] == 2);
+
   // The sacct poll brings in job 4910033 (OUT_OF_MEMORY); the engine's tick judges it.
   REQUIRE(waitFor([&] { return run(cli + " --db " + db + " job 4910033 --json").status == 0; }));
   auto jobs = json::parse(run(cli + " --db " + db + " jobs --json --state failed").out);
-  CHECK(jobs.size() == 2);
+  CHECK(jobs.size() == 3);
   auto via_server = json::parse(run(server + " jobs --json --state failed").out);
   CHECK(via_server == jobs);  // both mechanisms answer the same documents
 
@@ -106,7 +135,7 @@ TEST_CASE("binaries: prolog/epilog -> aggregator -> verdict, sacct poll, query C
   CHECK(table.status == 0);
   CHECK_THAT(table.out, Catch::Contains("900"));
   CHECK_THAT(run(server + " nodes --rank --since 7d").out, Catch::Contains("gpu-01"));
-  CHECK_THAT(run(server + " node gpu-01").out, Catch::Contains("rank 1 of 1"));
+  CHECK_THAT(run(server + " node gpu-01").out, Catch::Contains("rank 1 of 2"));  // gpu-a02 (job 903) is the other
   CHECK_THAT(run(server + " symptoms --node gpu-01 --rule 'gpu.*'").out, Catch::Contains("gpu.xid.79"));
   CHECK(run(server + " agents --json").status == 0);
   CHECK(run(server + " nodes").status == 0);
