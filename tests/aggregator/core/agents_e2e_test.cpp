@@ -6,8 +6,9 @@
 // SIGKILLed mid-stream and restarted on the same endpoint.
 //
 // Samples used: those whose node logs are all journal text/JSON/export in UTC, reduced to their
-// job.json and node logs (rank output and slurmctld logs reach the aggregator from no agent);
-// the offline verdict is `attribute` on that same reduced bundle. Waits poll
+// job.json, node logs and the job's output file (slurm-%j.out, sent as the epilog does with
+// `faultline job output`; slurmctld logs reach the aggregator from nowhere); the offline
+// verdict is `attribute` on that same reduced bundle. Waits poll
 // the store against deadlines (25 ms between polls; there is no event to wait on in another
 // process' database).
 #ifdef FAULTLINE_AGENT_BIN  // only when the agent is built
@@ -108,6 +109,10 @@ class Harness {
       s.dir = dir_.file("bundles/" + s.name);
       fs::create_directories(s.dir);
       fs::copy_file(e.path() / "job.json", s.dir + "/job.json");
+      // The job's output file reaches the aggregator from the epilog (`faultline job output`).
+      for (const auto& f : fs::directory_iterator(e.path()))
+        if (f.path().filename().string().rfind("slurm-", 0) == 0 && f.path().extension() == ".out")
+          fs::copy_file(f.path(), s.dir + "/" + f.path().filename().string());
       // node.json stays behind too: its GPU inventory reaches the aggregator from an agent's
       // nvidia-smi on a real node, which this machine has not got.
       for (const auto& n : fs::directory_iterator(e.path() / "nodes")) {
@@ -151,8 +156,10 @@ class Harness {
         fs::copy_file(home + "/agent.pub", dir_.file("agents.d/" + node.host + ".pub"));
         nodes_.push_back(std::move(node));
       }
+    // What the agents store: the node logs' symptoms (the job output's are stored per job).
     for (const auto& s : samples_)
-      for (const auto& sym : s.bundle.symptoms) expected_[{sym.node, sym.rule_id}] += sym.count;
+      for (const auto& sym : s.bundle.symptoms)
+        if (sym.source.find("/nodes/") != std::string::npos) expected_[{sym.node, sym.rule_id}] += sym.count;
   }
 
   ~Harness() {
@@ -354,11 +361,23 @@ class Harness {
                         j["nodelist"].get<std::string>() + "' --state " + j["state"].get<std::string>() +
                         " --exit-code " + j.value("exit_code", "0:0") + " --start-time " +
                         j["start_time"].get<std::string>() + " --time " + j["end_time"].get<std::string>() +
+                        (j.contains("ntasks_per_node") ? " --ntasks-per-node " + std::to_string(j["ntasks_per_node"].get<int>()) : "") +
                         " >/dev/null 2>&1";
       auto out = runCommand(cmd, 1 << 20);
       INFO(cmd);
       REQUIRE(out.status == 0);
+      // Then the epilog's second step: the job's output file, read where it is.
+      for (const auto& f : fs::directory_iterator(s.dir)) {
+        if (f.path().extension() != ".out") continue;
+        std::string up = std::string(FAULTLINE_CLI_BIN) + " --server " + url_ + " --token-file " + dir_.file("token") +
+                         " --rules " FAULTLINE_SOURCE_DIR "/rules job output " + j["job_id"].get<std::string>() + " " +
+                         f.path().string() + " >/dev/null 2>&1";
+        INFO(up);
+        REQUIRE(runCommand(up, 1 << 20).status == 0);
+        ++outputs_;
+      }
     }
+    CHECK(outputs_ >= 2);
     SystemClock clock;
     std::string error;
     StoreOptions o;
@@ -395,6 +414,7 @@ class Harness {
   Counts expected_;
   std::vector<pid_t> agents_;
   pid_t aggregator_ = -1, central_ = -1;
+  size_t outputs_ = 0;
   std::string endpoint_, url_, central_endpoint_;
 };
 
