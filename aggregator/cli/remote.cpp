@@ -160,6 +160,20 @@ void capSymptoms(std::vector<common::Symptom>& symptoms, common::CoverageEntry& 
                                  dropped);
 }
 
+// What the aggregator fills in itself stays off the wire: the file's path (the body's
+// `source`) and every value that is its default ("", false, 0, count 1, empty lists).
+json compactSymptom(json j, const std::string& source) {
+  if (j.value("source", "") == source) j.erase("source");
+  for (auto it = j.begin(); it != j.end();) {
+    const json& v = it.value();
+    bool dflt = (v.is_string() && v.get_ref<const std::string&>().empty()) || (v.is_boolean() && !v.get<bool>()) ||
+                ((v.is_array() || v.is_object()) && v.empty()) ||
+                (v.is_number_integer() && v.get<int64_t>() == (it.key() == "count" ? 1 : 0));
+    it = dflt ? j.erase(it) : std::next(it);
+  }
+  return j;
+}
+
 int fileYear(const std::string& path) {
   std::error_code ec;
   auto t = std::filesystem::last_write_time(path, ec);
@@ -298,10 +312,10 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
                 {"status", scan.coverage.status},
                 {"reason", scan.coverage.reason}}},
               {"symptoms", json::array()}};
-    for (const auto& s : scan.symptoms) body["symptoms"].push_back(aggregator::symptomToJson(s));
+    for (const auto& s : scan.symptoms) body["symptoms"].push_back(compactSymptom(aggregator::symptomToJson(s), source));
     int call_rc = kOk;
-    auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(o.job_id) + "/output",
-                  body.dump(-1, ' ', false, json::error_handler_t::replace), &call_rc);
+    const std::string payload = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(o.job_id) + "/output", payload, &call_rc);
     if (!r) return call_rc;
     json j = json::parse(r->body, nullptr, false);
     if (r->status != 200) {
@@ -313,6 +327,8 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
     j["file"] = file;
     j["records"] = scan.coverage.records;
     j["coverage_status"] = scan.coverage.status;
+    j["bytes_read"] = std::filesystem::file_size(file, ec);
+    j["bytes_sent"] = payload.size();
     if (!o.json) {
       std::printf("%s: %llu records (%s), %zu symptoms stored for job %s", file.c_str(),
                   static_cast<unsigned long long>(scan.coverage.records), scan.coverage.status.c_str(),

@@ -204,6 +204,7 @@ std::optional<JobOutput> jobOutputFromJson(const json& body, const std::string& 
       return std::nullopt;
     }
     out.symptoms.push_back(symptomFromJson(j));
+    if (out.symptoms.back().source.empty()) out.symptoms.back().source = out.source;  // left out by the CLI
     ++i;
   }
   return out;
