@@ -1,4 +1,5 @@
 #include "aggregator/store/store.h"
+#include "aggregator/store/migrations.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -34,6 +35,37 @@ TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store
   std::string error;
   CHECK_FALSE(Store::open(dir.file("a.db"), clock, {}, &error));
   CHECK_THAT(error, Catch::Contains("newer"));
+}
+
+TEST_CASE("store: a database of the previous schema is upgraded in place, its rows kept", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  // Schema 2 as the previous release left it (migrations 0 and 1 only), with a job in it.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(dir.file("old.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(kStoreMigrationCount >= 3);
+    for (size_t i = 0; i < kStoreMigrationCount - 1; ++i)
+      REQUIRE(sqlite3_exec(db, kStoreMigrations[i], nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "INSERT INTO jobs(job_id, state, terminal_state, end_ns, nodelist, updated_ns) "
+                         "VALUES('41', 'FAILED', 'fail', 1, 'gpu-01', 1); PRAGMA user_version=2",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = openStore(dir.file("old.db"), clock);
+  CHECK(store->schemaVersion() == Store::latestSchemaVersion());
+  REQUIRE(store->job("41"));
+  CHECK(store->job("41")->info.state == "FAILED");
+  // The new table works in the upgraded file.
+  JobOutput o;
+  o.job_id = "41";
+  o.source = o.coverage.source = "/shared/slurm-41.out";
+  o.symptoms = {makeSymptom("", "python.exception", kT0, common::SubDomain::kApplication)};
+  std::string error;
+  REQUIRE(store->putJobOutput(o, &error));
+  REQUIRE(store->jobOutputs("41").size() == 1);
+  CHECK(store->jobOutputs("41")[0].symptoms.at(0).rule_id == "python.exception");
 }
 
 TEST_CASE("store: a batch is stored once, replays are duplicates, bad batches are rejected", "[store]") {
