@@ -45,6 +45,23 @@ Cause causeFrom(const json& j) {
 
 }  // namespace
 
+json toJson(const CoverageEntry& c) {
+  return {{"node", c.node},       {"source", c.source}, {"format", c.format}, {"records", c.records},
+          {"skipped", c.skipped}, {"status", c.status}, {"reason", c.reason}};
+}
+
+CoverageEntry coverageFromJson(const json& j) {
+  CoverageEntry c;
+  c.node = j.value("node", "");
+  c.source = j.value("source", "");
+  c.format = j.value("format", "");
+  c.records = j.value("records", uint64_t{0});
+  c.skipped = j.value("skipped", uint64_t{0});
+  c.status = j.value("status", c.status);
+  c.reason = j.value("reason", "");
+  return c;
+}
+
 json toJson(const Diagnosis& d) {
   json j;
   j["schema_version"] = d.schema_version;
@@ -76,14 +93,7 @@ json toJson(const Diagnosis& d) {
                           {"evidence", e.evidence}});
   }
   j["coverage"] = json::array();
-  for (const auto& c : d.coverage)
-    j["coverage"].push_back({{"node", c.node},
-                             {"source", c.source},
-                             {"format", c.format},
-                             {"records", c.records},
-                             {"skipped", c.skipped},
-                             {"status", c.status},
-                             {"reason", c.reason}});
+  for (const auto& c : d.coverage) j["coverage"].push_back(toJson(c));
   j["ruleset_version"] = d.ruleset_version;
   j["explanation"] = d.explanation;
   return j;

@@ -83,6 +83,9 @@ struct Diagnosis {
 };
 
 nlohmann::json toJson(const Diagnosis& d);
+nlohmann::json toJson(const CoverageEntry& c);
+// Missing keys take CoverageEntry's defaults (status "ok").
+CoverageEntry coverageFromJson(const nlohmann::json& j);
 std::optional<Diagnosis> diagnosisFromJson(const nlohmann::json& j, std::string* error);
 // Human report: verdict first, then the chain, then coverage.
 std::string renderReport(const Diagnosis& d);

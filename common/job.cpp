@@ -331,4 +331,6 @@ void deriveRanks(JobInfo& job) {
   }
 }
 
+int yearOfNs(int64_t ns) { return std::atoi(formatTimeNs(ns).substr(0, 4).c_str()); }
+
 }  // namespace faultline::common

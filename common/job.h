@@ -52,5 +52,7 @@ std::optional<int> parseUtcOffset(std::string_view s);
 std::optional<int64_t> parseSlurmDuration(std::string_view s);
 // UTC ns -> "2024-06-01T10:00:00.123Z" (millisecond precision).
 std::string formatTimeNs(int64_t ns);
+// The UTC calendar year of `ns` (the default year for log lines that print none).
+int yearOfNs(int64_t ns);
 
 }  // namespace faultline::common

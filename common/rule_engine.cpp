@@ -143,14 +143,8 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
   std::string node = r->node_template.empty() ? "" : renderTemplate(r->node_template, values);
   if (node.empty() && !ctx.node.empty()) node = ctx.node;
   if (node.empty() && !record.host.empty()) node = record.host;
-  if (node.empty() && ctx.node_of_rank) {
-    const std::string& rank = s.field("rank");
-    if (!rank.empty()) {
-      char* end = nullptr;
-      long v = std::strtol(rank.c_str(), &end, 10);
-      if (end && *end == '\0') node = ctx.node_of_rank(static_cast<int>(v));
-    }
-  }
+  if (node.empty() && ctx.node_of_rank)
+    if (auto rank = s.rank()) node = ctx.node_of_rank(*rank);
   s.node = node;
   if (!r->device_template.empty()) {
     s.device = renderTemplate(r->device_template, values);

@@ -1,6 +1,7 @@
 #include "common/symptom.h"
 
 #include <cctype>
+#include <cstdlib>
 
 namespace faultline::common {
 
@@ -56,6 +57,15 @@ std::optional<Severity> parseSeverity(std::string_view s) {
   for (Severity v : {Severity::kInfo, Severity::kWarning, Severity::kError, Severity::kCritical})
     if (severityName(v) == s) return v;
   return std::nullopt;
+}
+
+std::optional<int> Symptom::rank() const {
+  const std::string& text = field("rank");
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (!end || *end != '\0') return std::nullopt;
+  return static_cast<int>(v);
 }
 
 const std::string& Symptom::field(const std::string& key) const {

@@ -59,6 +59,8 @@ struct Symptom {
 
   // Field lookup; "" when absent.
   const std::string& field(const std::string& key) const;
+  // The global rank a job-wide log's line came from (field "rank"), when it is a number.
+  std::optional<int> rank() const;
 };
 
 // Normalises a PCI bus id as printed by the driver ("PCI:0000:3b:00", "00000000:3B:00.0",

@@ -179,8 +179,7 @@ int fileYear(const std::string& path) {
   auto t = std::filesystem::last_write_time(path, ec);
   if (ec) return 1970;
   auto sys = std::chrono::file_clock::to_sys(t);
-  std::string iso = common::formatTimeNs(std::chrono::duration_cast<std::chrono::nanoseconds>(sys.time_since_epoch()).count());
-  return std::atoi(iso.substr(0, 4).c_str());
+  return common::yearOfNs(std::chrono::duration_cast<std::chrono::nanoseconds>(sys.time_since_epoch()).count());
 }
 
 int cmdJobImport(const RemoteOptions& o) {
@@ -297,21 +296,13 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
     }
     common::ParseOptions popts;
     // Lines without a year (syslog style) take the job's start year, as `attribute` does.
-    popts.default_year = job.start_ns ? std::atoi(common::formatTimeNs(job.start_ns).substr(0, 4).c_str()) : fileYear(file);
+    popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : fileYear(file);
     std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
     auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts);
     for (auto& s : scan.symptoms) s.source = source;
     scan.coverage.source = source;
     capSymptoms(scan.symptoms, scan.coverage);
-    json body{{"source", source},
-              {"coverage",
-               {{"node", scan.coverage.node},
-                {"format", scan.coverage.format},
-                {"records", scan.coverage.records},
-                {"skipped", scan.coverage.skipped},
-                {"status", scan.coverage.status},
-                {"reason", scan.coverage.reason}}},
-              {"symptoms", json::array()}};
+    json body{{"source", source}, {"coverage", common::toJson(scan.coverage)}, {"symptoms", json::array()}};
     for (const auto& s : scan.symptoms) body["symptoms"].push_back(compactSymptom(aggregator::symptomToJson(s), source));
     int call_rc = kOk;
     const std::string payload = body.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -185,9 +185,8 @@ std::optional<JobOutput> jobOutputFromJson(const json& body, const std::string& 
       *error = "coverage must be {node, format, records, skipped, status: ok|partial|error|missing, reason}";
       return std::nullopt;
     }
-    out.coverage = {c.value("node", ""),           out.source, c.value("format", ""),
-                    c.value("records", uint64_t{0}), c.value("skipped", uint64_t{0}), status,
-                    c.value("reason", "")};
+    out.coverage = common::coverageFromJson(c);
+    out.coverage.source = out.source;
   }
   if (!body.contains("symptoms") || !body["symptoms"].is_array()) {
     *error = "symptoms must be an array";

@@ -258,10 +258,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     return std::nullopt;
   }
   int default_year = 1970;
-  if (b.job.start_ns) {
-    std::string iso = common::formatTimeNs(b.job.start_ns);
-    default_year = std::atoi(iso.substr(0, 4).c_str());
-  }
+  if (b.job.start_ns) default_year = common::yearOfNs(b.job.start_ns);
   const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "README.md", "node.json"};
 
   common::SymptomAggregator agg(options.aggregation_window_ns);

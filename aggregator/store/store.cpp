@@ -534,9 +534,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
 // ---- job output ----
 
 bool Store::putJobOutput(const JobOutput& o, std::string* error) {
-  json cov{{"node", o.coverage.node},       {"source", o.coverage.source},   {"format", o.coverage.format},
-           {"records", o.coverage.records}, {"skipped", o.coverage.skipped}, {"status", o.coverage.status},
-           {"reason", o.coverage.reason}};
+  json cov = common::toJson(o.coverage);
   json symptoms = json::array();
   for (const auto& x : o.symptoms) symptoms.push_back(symptomToJson(x));
   Lock lock(*this);
@@ -563,10 +561,7 @@ std::vector<JobOutput> Store::jobOutputs(const std::string& job_id) {
     o.source = s.text(0);
     o.received_ns = s.i64(1);
     json c = json::parse(s.text(2), nullptr, false);
-    if (c.is_object())
-      o.coverage = {c.value("node", ""),           c.value("source", ""),   c.value("format", ""),
-                    c.value("records", uint64_t{0}), c.value("skipped", uint64_t{0}), c.value("status", "ok"),
-                    c.value("reason", "")};
+    if (c.is_object()) o.coverage = common::coverageFromJson(c);
     json list = json::parse(s.text(3), nullptr, false);
     if (list.is_array())
       for (const auto& j : list)

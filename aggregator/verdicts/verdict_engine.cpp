@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -48,11 +47,8 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   std::vector<common::CoverageEntry> output_coverage;
   for (auto& o : store_.jobOutputs(job.info.job_id)) {
     for (auto& s : o.symptoms) {
-      if (s.node.empty() && !s.field("rank").empty()) {
-        char* end = nullptr;
-        long rank = std::strtol(s.field("rank").c_str(), &end, 10);
-        if (end && *end == '\0') s.node = job.info.nodeOfRank(static_cast<int>(rank));
-      }
+      if (s.node.empty())
+        if (auto rank = s.rank()) s.node = job.info.nodeOfRank(*rank);
       symptoms.push_back(std::move(s));
     }
     output_coverage.push_back(std::move(o.coverage));
