@@ -13,6 +13,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <sstream>
 #include <zmq.hpp>
 
 #include "agent/agent.h"
@@ -24,6 +26,7 @@
 #include "agent/spool.h"
 #include "agent/system_info.h"
 #include "common/rule_set.h"
+#include "common/time_zone.h"
 
 namespace {
 
@@ -70,6 +73,19 @@ int localUtcOffset() {
   struct tm tm{};
   localtime_r(&now, &tm);
   return static_cast<int>(tm.tm_gmtoff);
+}
+
+// The system zone's rules (/etc/localtime), so local stamps stay right across a daylight-saving
+// change while the agent runs; null when the file is missing or unreadable.
+std::shared_ptr<const common::TimeZone> systemZone() {
+  std::ifstream in("/etc/localtime", std::ios::binary);
+  if (!in) return nullptr;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string error;
+  auto zone = common::TimeZone::fromTzif(ss.str(), "/etc/localtime", &error);
+  if (!zone) return nullptr;
+  return std::make_shared<const common::TimeZone>(std::move(*zone));
 }
 
 std::string trim(std::string s) {
@@ -136,6 +152,7 @@ int main(int argc, char** argv) {
   common::ParseOptions parse;
   parse.boot_id = boot_id;
   parse.utc_offset_sec = cfg.utc_offset_set ? cfg.utc_offset_s : localUtcOffset();
+  if (!cfg.utc_offset_set) parse.local_zone = systemZone();
   {
     time_t now = time(nullptr);
     struct tm tm{};

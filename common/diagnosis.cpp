@@ -46,8 +46,10 @@ Cause causeFrom(const json& j) {
 }  // namespace
 
 json toJson(const CoverageEntry& c) {
-  return {{"node", c.node},       {"source", c.source}, {"format", c.format}, {"records", c.records},
-          {"skipped", c.skipped}, {"status", c.status}, {"reason", c.reason}};
+  json j = {{"node", c.node},       {"source", c.source}, {"format", c.format}, {"records", c.records},
+            {"skipped", c.skipped}, {"status", c.status}, {"reason", c.reason}};
+  if (!c.clock.empty()) j["clock"] = c.clock;
+  return j;
 }
 
 CoverageEntry coverageFromJson(const json& j) {
@@ -59,6 +61,7 @@ CoverageEntry coverageFromJson(const json& j) {
   c.skipped = j.value("skipped", uint64_t{0});
   c.status = j.value("status", c.status);
   c.reason = j.value("reason", "");
+  c.clock = j.value("clock", "");
   return c;
 }
 
@@ -139,10 +142,7 @@ std::optional<Diagnosis> diagnosisFromJson(const json& j, std::string* error) {
         d.chain.push_back(std::move(c));
       }
     if (j.contains("coverage"))
-      for (const auto& c : j["coverage"])
-        d.coverage.push_back({c.value("node", ""), c.value("source", ""), c.value("format", ""),
-                              c.value("records", 0ull), c.value("skipped", 0ull), c.value("status", ""),
-                              c.value("reason", "")});
+      for (const auto& c : j["coverage"]) d.coverage.push_back(coverageFromJson(c));
     d.ruleset_version = j.value("ruleset_version", "");
     d.explanation = j.value("explanation", "");
     return d;
@@ -197,9 +197,10 @@ std::string renderReport(const Diagnosis& d) {
     add("");
     add("coverage:");
     for (const auto& c : d.coverage)
-      add(fmt::format("  {:14} {:40} {:18} {:>8} rec {:>6} skipped  {}{}", c.node.empty() ? "(job)" : c.node,
+      add(fmt::format("  {:14} {:40} {:18} {:>8} rec {:>6} skipped  {}{}{}", c.node.empty() ? "(job)" : c.node,
                       c.source, c.format, c.records, c.skipped, c.status,
-                      c.reason.empty() ? "" : ": " + c.reason));
+                      c.reason.empty() ? "" : ": " + c.reason,
+                      c.clock.empty() ? "" : "; local time read as " + c.clock));
   }
   if (!d.ruleset_version.empty()) add("ruleset " + d.ruleset_version);
   return out;

@@ -64,6 +64,9 @@ struct CoverageEntry {
   uint64_t skipped = 0;
   std::string status = "ok";  // ok | partial | error | missing
   std::string reason;
+  // How the file's local wall-clock stamps (no zone written) were placed on UTC, e.g.
+  // "Europe/Berlin (node.json timezone)"; empty when the file had none.
+  std::string clock = {};
 };
 
 struct Diagnosis {

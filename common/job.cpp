@@ -215,7 +215,18 @@ std::optional<JobInfo> parseJobJson(std::string_view text, std::string* error) {
       return std::nullopt;
     }
     (std::string(key) == "start_time" ? job.start_ns : job.end_ns) = *t;
+    if (job.timezone.empty()) {
+      const std::string s = jsonString(j[key]);
+      size_t pos = 19;
+      if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) ++pos;
+      while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+      while (pos < s.size() && s[pos] == ' ') ++pos;
+      if (s.size() >= 19 && pos < s.size() && (s[pos] == '+' || s[pos] == '-') && parseUtcOffset(s.substr(pos)))
+        job.timezone = s.substr(pos);
+    }
   }
+  if (j.contains("timezone") && j["timezone"].is_string() && !j["timezone"].get<std::string>().empty())
+    job.timezone = j["timezone"].get<std::string>();
   if (j.contains("nodelist") && j["nodelist"].is_string()) {
     std::string err;
     auto hosts = expandHostlist(j["nodelist"].get<std::string>(), &err);

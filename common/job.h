@@ -26,6 +26,10 @@ struct JobInfo {
   int64_t time_limit_sec = 0;
   int ntasks_per_node = 0;
   std::vector<RankRange> ranks;  // explicit task_layout, or derived from ntasks_per_node
+  // The zone the job's own description states: job.json "timezone" (a tz database name or an
+  // offset), else the explicit offset of its start_time ("...T10:00:00+02:00"; "Z" states none).
+  // Used for node-local stamps of nodes whose node.json says nothing about their zone.
+  std::string timezone;
 
   // Node running global rank `rank`, "" when unknown.
   std::string nodeOfRank(int rank) const;

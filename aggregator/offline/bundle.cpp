@@ -45,6 +45,13 @@ std::string readHead(const std::string& path, size_t n) {
   return head;
 }
 
+bool validZoneName(const std::string& s) {
+  if (s.empty() || s.size() > 64 || s.front() == '/' || s.find("..") != std::string::npos) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '_' || c == '-' || c == '+')) return false;
+  return true;
+}
+
 NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
   NodeInfo info;
   auto j = nlohmann::json::parse(text, nullptr, false);
@@ -55,8 +62,17 @@ NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
   if (j.contains("boot_time") && j["boot_time"].is_string())
     info.boot_time_ns = common::parseTimestampNs(j["boot_time"].get<std::string>());
   info.boot_id = j.value("boot_id", "");
-  if (j.contains("timezone") && j["timezone"].is_string())
-    info.utc_offset_sec = common::parseUtcOffset(j["timezone"].get<std::string>()).value_or(0);
+  // "timezone": a tz database name or an offset; "utc_offset": an offset or seconds east of UTC.
+  for (const char* key : {"timezone", "utc_offset"}) {
+    if (info.zone || !j.contains(key)) continue;
+    const auto& v = j[key];
+    std::string spec = v.is_string() ? v.get<std::string>() : v.is_number() ? v.dump() : "";
+    if (spec.empty()) continue;
+    std::string err;
+    info.zone = resolveTimeZone(spec, &err);
+    if (info.zone) info.zone_source = fmt::format("node.json {}", key);
+    else *warning = fmt::format("node.json {} '{}': {}", key, spec, err);
+  }
   if (j.contains("gpus") && j["gpus"].is_array())
     for (const auto& g : j["gpus"]) {
       if (!g.is_object()) continue;
@@ -110,8 +126,10 @@ struct FileScan {
   }
 };
 
+// `zone_note` says where popts' zone came from; it lands in the coverage entry when the file had
+// node-local stamps.
 CoverageEntry scanOne(const std::string& path, LogFormat format, const common::ParseOptions& popts,
-                      FileScan& scan, size_t chunk) {
+                      FileScan& scan, size_t chunk, const std::string& zone_note = "") {
   CoverageEntry cov;
   cov.source = path;
   cov.format = std::string(common::formatName(format));
@@ -150,6 +168,11 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   const auto& rep = parser->report();
   cov.records = rep.records;
   cov.skipped = rep.skipped;
+  if (rep.local_stamps > 0) {
+    const std::string zone = popts.local_zone ? popts.local_zone->name()
+                                              : common::TimeZone::formatOffset(popts.utc_offset_sec);
+    cov.clock = zone_note.empty() ? zone : fmt::format("{} ({})", zone, zone_note);
+  }
   std::vector<std::string> reasons;
   if (rep.binary) reasons.push_back(fmt::format("{} binary/garbage lines", rep.binary));
   if (rep.oversized) reasons.push_back(fmt::format("{} oversized lines", rep.oversized));
@@ -209,6 +232,36 @@ std::vector<std::string> listFiles(const fs::path& dir, bool recursive) {
 
 }  // namespace
 
+std::shared_ptr<const common::TimeZone> resolveTimeZone(const std::string& spec, std::string* error,
+                                                        const std::string& zoneinfo_dir) {
+  if (auto off = common::parseUtcOffset(spec))
+    return std::make_shared<const common::TimeZone>(common::TimeZone::fixed(*off));
+  bool numeric = !spec.empty();
+  for (size_t i = 0; i < spec.size(); ++i)
+    numeric = numeric && (std::isdigit(static_cast<unsigned char>(spec[i])) || (i == 0 && spec[i] == '-'));
+  if (numeric && spec != "-") {
+    long v = std::strtol(spec.c_str(), nullptr, 10);
+    if (v >= -14 && v <= 14) v *= 3600;
+    if (v < -14 * 3600 || v > 14 * 3600) {
+      *error = "offset out of range";
+      return nullptr;
+    }
+    return std::make_shared<const common::TimeZone>(common::TimeZone::fixed(static_cast<int>(v)));
+  }
+  if (!validZoneName(spec)) {
+    *error = "neither an offset nor a tz database name";
+    return nullptr;
+  }
+  auto bytes = slurp(fs::path(zoneinfo_dir) / spec);
+  if (!bytes) {
+    *error = fmt::format("no zone '{}' in {}", spec, zoneinfo_dir);
+    return nullptr;
+  }
+  auto zone = common::TimeZone::fromTzif(*bytes, spec, error);
+  if (!zone) return nullptr;
+  return std::make_shared<const common::TimeZone>(std::move(*zone));
+}
+
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
                     const common::ParseOptions* parse_options, bool aggregate) {
   ScanResult result;
@@ -263,6 +316,18 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
 
   common::SymptomAggregator agg(options.aggregation_window_ns);
 
+  // Node-local stamps of nodes whose node.json names no zone are read in the job's zone, if the
+  // job states one, else as UTC; the coverage entry of each such file says which.
+  std::shared_ptr<const common::TimeZone> job_zone;
+  std::string job_zone_note = "no zone in node.json or job.json: UTC assumed";
+  if (!b.job.timezone.empty()) {
+    std::string err;
+    job_zone = resolveTimeZone(b.job.timezone, &err, options.zoneinfo_dir);
+    if (job_zone) job_zone_note = "job's zone from job.json";
+    else b.coverage.push_back({"", (root / "job.json").string(), "job.json", 0, 1, "error",
+                               fmt::format("timezone '{}': {}", b.job.timezone, err)});
+  }
+
   // Node folders.
   std::vector<std::string> node_names;
   if (fs::is_directory(root / "nodes", ec))
@@ -291,9 +356,10 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       popts.boot_time_ns = boot;
       popts.boot_id = info.boot_id;
       popts.default_year = default_year;
-      popts.utc_offset_sec = info.utc_offset_sec;
+      popts.local_zone = info.zone ? info.zone : job_zone;
+      popts.known_hosts = b.job.nodes;
       FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr};
-      auto cov = scanOne(path, format, popts, scan, options.read_chunk);
+      auto cov = scanOne(path, format, popts, scan, options.read_chunk, info.zone ? info.zone_source : job_zone_note);
       cov.node = node;
       if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
       b.coverage.push_back(std::move(cov));
@@ -306,10 +372,12 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     LogFormat format = detectFile(f);
     common::ParseOptions popts;
     popts.default_year = default_year;
+    popts.local_zone = job_zone;
+    popts.known_hosts = b.job.nodes;
     const common::JobInfo& job = b.job;
     FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
                   &agg, nullptr};
-    auto cov = scanOne(f, format, popts, scan, options.read_chunk);
+    auto cov = scanOne(f, format, popts, scan, options.read_chunk, job_zone_note);
     b.coverage.push_back(std::move(cov));
   }
   for (const auto& n : b.job.nodes)

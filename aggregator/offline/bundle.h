@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,10 @@ struct GpuInfo {
 struct NodeInfo {
   std::optional<int64_t> boot_time_ns;
   std::string boot_id;
-  int utc_offset_sec = 0;
+  // The node's zone for local wall-clock stamps (node.json "timezone" / "utc_offset"); null
+  // when node.json says nothing, and then the job's zone or UTC is assumed.
+  std::shared_ptr<const common::TimeZone> zone;
+  std::string zone_source;  // "node.json timezone", ...
   std::vector<GpuInfo> gpus;
   std::map<int, int> local_rank_to_gpu;
 };
@@ -44,7 +48,14 @@ struct Bundle {
 struct BundleOptions {
   int64_t aggregation_window_ns = 300'000'000'000;
   size_t read_chunk = 64 << 10;
+  std::string zoneinfo_dir = "/usr/share/zoneinfo";  // the tz database (tzdata)
 };
+
+// A zone from a tz database name ("Europe/Berlin", read from `zoneinfo_dir`), an offset
+// ("+02:00", "-0500", "UTC") or a number (seconds east of UTC; |n| <= 14 is read as hours).
+// nullptr and *error set when it cannot be resolved.
+std::shared_ptr<const common::TimeZone> resolveTimeZone(const std::string& spec, std::string* error,
+                                                        const std::string& zoneinfo_dir = "/usr/share/zoneinfo");
 
 // Errors that make the bundle unusable (no job description) return nullopt and set *error.
 std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine,

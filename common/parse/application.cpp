@@ -284,12 +284,11 @@ class ApplicationParser final : public LineParser {
   bool parseStamp(std::string_view* t, LogRecord* rec) {
     if (t->size() < 14) return false;
     const char c0 = t->front();
-    const int64_t offset_ns = int64_t{options_.utc_offset_sec} * kNsPerSec;
     IsoTime iso;
     if (isDigit(c0)) {
       if (parseIsoTime(*t, /*allow_space=*/true, &iso) &&
           (iso.length == t->size() || isSpace((*t)[iso.length]))) {
-        rec->time_ns = iso.has_zone ? iso.ns : iso.ns - offset_ns;
+        rec->time_ns = iso.has_zone ? iso.ns : localToUtc(iso.ns);
         rec->time_known = true;
         t->remove_prefix(std::min(iso.length + 1, t->size()));
         return true;
@@ -301,7 +300,7 @@ class ApplicationParser final : public LineParser {
       if (!inner.empty() && isDigit(inner.front())) {
         if (parseIsoTime(inner, /*allow_space=*/true, &iso) && iso.length < inner.size() &&
             inner[iso.length] == ']') {
-          rec->time_ns = iso.has_zone ? iso.ns : iso.ns - offset_ns;
+          rec->time_ns = iso.has_zone ? iso.ns : localToUtc(iso.ns);
           rec->time_known = true;
           size_t n = iso.length + 2;
           if (n < t->size() && (*t)[n] == ' ') ++n;
@@ -315,7 +314,7 @@ class ApplicationParser final : public LineParser {
       int prio = -1;
       size_t len = 0;
       if (parseGlogStamp(inner, options_.default_year, &wall, &prio, &len)) {
-        rec->time_ns = wall - offset_ns;
+        rec->time_ns = localToUtc(wall);
         rec->time_known = true;
         rec->priority = prio;
         return true;
@@ -326,7 +325,7 @@ class ApplicationParser final : public LineParser {
     int prio = -1;
     size_t len = 0;
     if (parseGlogStamp(*t, options_.default_year, &wall, &prio, &len)) {
-      rec->time_ns = wall - offset_ns;
+      rec->time_ns = localToUtc(wall);
       rec->time_known = true;
       rec->priority = prio;
       t->remove_prefix(std::min(len + 1, t->size()));

@@ -65,7 +65,7 @@ class FabricManagerParser final : public LineParser {
     }
     flush();
     LogRecord rec;
-    rec.time_ns = wall - int64_t{options_.utc_offset_sec} * kNsPerSec;
+    rec.time_ns = localToUtc(wall);
     rec.time_known = true;
     rec.ident = "nv-fabricmanager";
     rec.priority = priority;

@@ -64,7 +64,7 @@ class DmesgParser final : public LineParser {
         int64_t wall = 0;
         if (parseDmesgCtime(rest, &wall, &stamp_len)) {
           stamped = true;
-          rec.time_ns = wall - int64_t{options_.utc_offset_sec} * kNsPerSec;
+          rec.time_ns = localToUtc(wall);
           rec.time_known = true;
         }
         break;

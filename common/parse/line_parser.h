@@ -51,6 +51,11 @@ class LineParser : public StreamParser {
   bool textLine(std::string_view line, std::string_view* out);
 
   const ParseOptions& options() const { return options_; }
+  // UTC of a node-local wall-clock stamp (counted in report_.local_stamps).
+  int64_t localToUtc(int64_t wall_ns) {
+    ++report_.local_stamps;
+    return options_.utcFromLocal(wall_ns);
+  }
 
   ParseOptions options_;
   ParseReport report_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/log_record.h"
+#include "common/time_zone.h"
 
 namespace faultline::common {
 
@@ -30,6 +31,15 @@ struct ParseOptions {
   // Offset of node-local wall-clock time from UTC, in seconds (local = UTC + offset), for
   // formats that write local time without a zone (syslog, dmesg -T, Fabric Manager).
   int utc_offset_sec = 0;
+  // The node's zone by its rules (daylight saving); when set it wins over utc_offset_sec.
+  std::shared_ptr<const TimeZone> local_zone;
+  // Host names a line prefix may name (pdsh / clush "host: "), e.g. the job's nodes.
+  std::vector<std::string> known_hosts;
+
+  // UTC ns of a local wall-clock time given as ns "read as if UTC".
+  int64_t utcFromLocal(int64_t wall_ns) const {
+    return local_zone ? local_zone->utcFromLocal(wall_ns) : wall_ns - int64_t{utc_offset_sec} * 1'000'000'000;
+  }
   // Lines longer than this are skipped (counted as oversized), never buffered whole.
   size_t max_line_bytes = 1 << 20;
   // Upper bound of a joined multi-line record (traceback, indented continuation).
@@ -45,7 +55,8 @@ struct ParseReport {
   uint64_t malformed = 0;   // lines that do not parse in this format
   uint64_t binary = 0;      // lines with NUL/control bytes or invalid UTF-8 beyond repair
   uint64_t oversized = 0;   // lines over max_line_bytes
-  bool truncated = false;   // stream ended inside a record/line without a final newline
+  bool truncated = false;
+  uint64_t local_stamps = 0;  // records whose stamp was node-local time (converted by the zone)   // stream ended inside a record/line without a final newline
   std::vector<std::string> notes;  // first few "line N: why" messages (bounded, ≤ 8)
 };
 

@@ -86,7 +86,7 @@ class SyslogParser final : public LineParser {
     }
     flush();
     LogRecord rec;
-    rec.time_ns = sl.has_zone ? sl.ns : sl.ns - int64_t{options_.utc_offset_sec} * kNsPerSec;
+    rec.time_ns = sl.has_zone ? sl.ns : localToUtc(sl.ns);
     rec.time_known = true;
     rec.monotonic_ns = mono;
     rec.boot_id = boot_id_;

@@ -9,7 +9,10 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "aggregator/offline/attribute.h"
+#include "aggregator/offline/bundle.h"
 #include "common/rule_set.h"
 
 using namespace faultline;
@@ -146,4 +149,55 @@ TEST_CASE("a bundle without a job description is an error, not a verdict", "[bun
   write(t.path / "job.json", "{\"state\": ");
   CHECK(!offline::attributeBundle(t.path.string(), engine(), &error));
   CHECK(error.find("job.json") != std::string::npos);
+}
+
+TEST_CASE("node-local stamps are placed through the node's zone, else the job's, and coverage says which",
+          "[bundle][time]") {
+  TempDir t;
+  write(t.path / "job.json", R"({"job_id": "9", "state": "FAILED", "exit_code": "1:0",
+    "start_time": "2024-06-01T12:00:00+02:00", "end_time": "2024-06-01T13:00:00+02:00", "nodelist": "n[1-4]"})");
+  // dmesg -T writes local wall-clock time without a zone.
+  auto xid = [](const char* stamp, const char* bus) {
+    return fmt::format("[{}] NVRM: Xid (PCI:0000:{}:00): 79, pid=1, name=python, GPU has fallen off the bus.\n",
+                       stamp, bus);
+  };
+  // n1: a tz database name, in summer: CEST = +02:00.
+  write(t.path / "nodes/n1/node.json", R"({"timezone": "Europe/Berlin"})");
+  write(t.path / "nodes/n1/dmesg-T.txt", xid("Sat Jun  1 12:15:00 2024", "1a"));
+  // n2: utc_offset in hours.
+  write(t.path / "nodes/n2/node.json", R"({"utc_offset": -5})");
+  write(t.path / "nodes/n2/dmesg-T.txt", xid("Sat Jun  1 05:20:00 2024", "2a"));
+  // n3: nothing about its zone: the job's own offset (+02:00 in start_time) is used.
+  write(t.path / "nodes/n3/dmesg-T.txt", xid("Sat Jun  1 12:25:00 2024", "3a"));
+  // n4: a zone that does not exist is reported; the node's logs are still read (job's zone).
+  write(t.path / "nodes/n4/node.json", R"({"timezone": "Mars/Olympus_Mons"})");
+  write(t.path / "nodes/n4/dmesg-T.txt", xid("Sat Jun  1 12:30:00 2024", "4a"));
+  std::string error;
+  auto b = offline::loadBundle(t.path.string(), engine(), &error);
+  INFO(error);
+  REQUIRE(b);
+  std::map<std::string, std::string> when;
+  for (const auto& s : b->symptoms)
+    if (s.rule_id == "xid.79") when[s.node] = common::formatTimeNs(s.first_ns);
+  if (fs::exists("/usr/share/zoneinfo/Europe/Berlin")) CHECK(when["n1"] == "2024-06-01T10:15:00.000Z");
+  CHECK(when["n2"] == "2024-06-01T10:20:00.000Z");
+  CHECK(when["n3"] == "2024-06-01T10:25:00.000Z");
+  CHECK(when["n4"] == "2024-06-01T10:30:00.000Z");
+  std::map<std::string, common::CoverageEntry> cov;
+  for (const auto& c : b->coverage) cov[c.node + ":" + fs::path(c.source).filename().string()] = c;
+  if (fs::exists("/usr/share/zoneinfo/Europe/Berlin"))
+    CHECK(cov["n1:dmesg-T.txt"].clock == "Europe/Berlin (node.json timezone)");
+  CHECK(cov["n2:dmesg-T.txt"].clock == "-05:00 (node.json utc_offset)");
+  CHECK(cov["n3:dmesg-T.txt"].clock == "+02:00 (job's zone from job.json)");
+  CHECK(cov["n4:node.json"].status == "error");
+  CHECK(cov["n4:node.json"].reason.find("Mars/Olympus_Mons") != std::string::npos);
+  CHECK(cov["n4:dmesg-T.txt"].clock == "+02:00 (job's zone from job.json)");
+
+  // Without any zone, UTC is assumed, and the coverage entry says so.
+  write(t.path / "job.json", kJob);
+  b = offline::loadBundle(t.path.string(), engine(), &error);
+  REQUIRE(b);
+  for (const auto& c : b->coverage)
+    if (c.node == "n3" && fs::path(c.source).filename() == "dmesg-T.txt")
+      CHECK(c.clock == "+00:00 (no zone in node.json or job.json: UTC assumed)");
 }
