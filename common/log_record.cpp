@@ -15,6 +15,7 @@ std::string_view formatName(LogFormat format) {
     case LogFormat::kJournalBinary: return "journal-file";
     case LogFormat::kSyslog: return "syslog";
     case LogFormat::kFabricManager: return "fabricmanager";
+    case LogFormat::kIpmiSel: return "ipmi-sel";
     case LogFormat::kApplication: return "application";
   }
   return "unknown";
@@ -42,6 +43,7 @@ SourceKind sourceKindOf(LogFormat format) {
     case LogFormat::kJournalExport:
     case LogFormat::kJournalBinary:
     case LogFormat::kSyslog:
+    case LogFormat::kIpmiSel:  // the same events reach the journal through ipmievd
       return SourceKind::kJournal;
     case LogFormat::kFabricManager:
       return SourceKind::kFabricManager;

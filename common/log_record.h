@@ -24,6 +24,7 @@ enum class LogFormat {
   kJournalBinary,   // *.journal files, read with sd-journal
   kSyslog,          // "Dec  2 11:38:27 host ident[pid]: msg" (rsyslog traditional)
   kFabricManager,   // "[Mon Jan 01 2024 00:00:00] [ERROR] [tid 1234] msg"
+  kIpmiSel,         // "   1 | 06/01/2024 | 10:12:03 | Memory #0x53 | ..." ipmitool sel list/elist
   kApplication,     // anything else: rank logs, NCCL, PyTorch, srun/slurmstepd, slurmctld
 };
 

@@ -4,6 +4,7 @@
 // file concatenated from several sources gets its majority format.
 #include <array>
 
+#include "common/parse/ipmi_sel.h"
 #include "common/parse/line_grammar.h"
 #include "common/parse/stream_parser.h"
 #include "common/parse/text_util.h"
@@ -25,6 +26,8 @@ bool isExportKey(std::string_view key) {
 // The format this line votes for; kUnknown for no vote.
 LogFormat classifyLine(std::string_view line) {
   using namespace parse;
+  IpmiSelLine sel;  // "   1 | 06/01/2024 | ...": right-aligned ids start with spaces
+  if (parseIpmiSelLine(line, &sel)) return LogFormat::kIpmiSel;
   if (isSpace(line.front())) return LogFormat::kUnknown;  // continuation / traceback frame
   std::string scratch;
   std::string_view text;

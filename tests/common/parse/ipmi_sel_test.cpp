@@ -1,0 +1,118 @@
+// ipmitool SEL listings: field layout of `sel list` / `sel elist` (ipmitool 1.8.18 and 1.8.19+,
+// table and -c), node-local stamps, records without wall time, detection.
+#include <catch2/catch.hpp>
+
+#include "common/job.h"
+#include "common/parse/ipmi_sel.h"
+#include "parse_test_util.h"
+
+using namespace faultline::common;
+using namespace faultline::common::testing;
+using faultline::common::parse::IpmiSelLine;
+using faultline::common::parse::parseIpmiSelLine;
+
+TEST_CASE("ipmitool sel list line: id, stamp, text", "[parse][ipmi-sel]") {
+  IpmiSelLine l;
+  REQUIRE(parseIpmiSelLine("   3 | 06/01/2024 | 10:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted", &l));
+  CHECK(l.record_id == 3);
+  CHECK(l.stamp == IpmiSelLine::Stamp::kWall);
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T10:12:03.000Z");
+  CHECK_FALSE(l.utc);
+  CHECK(l.text == "Memory #0x53 | Uncorrectable ECC | Asserted");
+
+  // elist: the sensor's SDR name, an OEM-decorated description, en_US %X.
+  REQUIRE(parseIpmiSelLine("  1a | 06/01/2024 | 10:12:03 AM | Memory CPU1_DIMM_A1 | Uncorrectable ECC (@DIMMA1(CPU1)) | Asserted", &l));
+  CHECK(l.record_id == 0x1a);
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T10:12:03.000Z");
+  CHECK(l.text == "Memory CPU1_DIMM_A1 | Uncorrectable ECC (@DIMMA1(CPU1)) | Asserted");
+}
+
+TEST_CASE("ipmitool 1.8.19+ stamps: %x and %X %Z in the C and en_US locales", "[parse][ipmi-sel]") {
+  IpmiSelLine l;
+  REQUIRE(parseIpmiSelLine("  21 | 06/01/24 | 10:16:00 UTC | Processor CPU2_Status | IERR | Asserted", &l));
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T10:16:00.000Z");
+  CHECK(l.utc);
+  REQUIRE(parseIpmiSelLine("  22 | 06/01/2024 | 12:16:30 PM CEST | Power Unit Pwr Unit Status | AC lost | Asserted", &l));
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T12:16:30.000Z");
+  CHECK_FALSE(l.utc);
+  REQUIRE(parseIpmiSelLine("  23 | 06/01/2024 | 12:05:00 AM PDT | Power Unit Pwr Unit Status | AC lost | Asserted", &l));
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T00:05:00.000Z");
+  REQUIRE(parseIpmiSelLine("  24 | 2024-06-01 | 22:05:00 GMT | Fan FAN3 | Lower Critical going low  | Asserted", &l));
+  CHECK(l.utc);
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T22:05:00.000Z");
+}
+
+TEST_CASE("SEL records without wall time", "[parse][ipmi-sel]") {
+  IpmiSelLine l;
+  REQUIRE(parseIpmiSelLine("   2 |  Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kPreInit);
+  CHECK(l.text == "System Event #0x01 | Timestamp Clock Sync | Asserted");
+  REQUIRE(parseIpmiSelLine("  1f | OEM record e0 | 0102030405060708090a0b0c0d", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kNone);
+  CHECK(l.text == "OEM record e0 | 0102030405060708090a0b0c0d");
+  REQUIRE(parseIpmiSelLine("  20 | Linux kernel panic: Fatal excep", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kNone);
+  REQUIRE(parseIpmiSelLine("  25 | Unspecified | Unspecified | System Event #0x01 | OEM System boot event | Asserted", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kNone);
+  CHECK(l.text == "System Event #0x01 | OEM System boot event | Asserted");
+}
+
+TEST_CASE("ipmitool -c sel list", "[parse][ipmi-sel]") {
+  IpmiSelLine l;
+  REQUIRE(parseIpmiSelLine("3,06/01/2024,10:12:03,Memory #0x53,Uncorrectable ECC,Asserted", &l));
+  CHECK(l.csv);
+  CHECK(l.record_id == 3);
+  CHECK(l.text == "Memory #0x53,Uncorrectable ECC,Asserted");
+  REQUIRE(parseIpmiSelLine("2, Pre-Init ,0000000012,System Event #0x01,Timestamp Clock Sync,Asserted", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kPreInit);
+  REQUIRE(parseIpmiSelLine("1f,,,OEM record e0,0102030405060708090a0b0c0d", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kNone);
+
+  const auto r = parseAll(LogFormat::kIpmiSel, "3,06/01/2024,10:12:03,Memory #0x53,Uncorrectable ECC,Asserted\n");
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.records[0].text == "Memory #0x53 | Uncorrectable ECC | Asserted");
+}
+
+TEST_CASE("lines that are not SEL entries", "[parse][ipmi-sel]") {
+  IpmiSelLine l;
+  CHECK_FALSE(parseIpmiSelLine("SEL has no entries", &l));
+  CHECK_FALSE(parseIpmiSelLine("   1 | foo | bar", &l));
+  CHECK_FALSE(parseIpmiSelLine("   1 | 06/01/2024 | 10:12:03 |", &l));
+  CHECK_FALSE(parseIpmiSelLine("   1 | 13/45/2024 | 10:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted", &l));
+  CHECK_FALSE(parseIpmiSelLine("   1 | 06/01/2024 | 25:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted", &l));
+  CHECK_FALSE(parseIpmiSelLine("12 | epoch 3 | loss 0.51 | lr 1e-4", &l));
+  CHECK_FALSE(parseIpmiSelLine("2024-06-01T10:12:03+0000 gpu-a01 ipmievd[812]: Memory sensor - Uncorrectable ECC", &l));
+  CHECK_FALSE(parseIpmiSelLine("[rank3]: 1,2,3", &l));
+}
+
+TEST_CASE("SEL stamps are node-local time, UTC-named stamps are not shifted", "[parse][ipmi-sel]") {
+  const std::string log =
+      "   3 | 06/01/2024 | 10:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted\n"
+      "   2 |  Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted\n"
+      "  21 | 06/01/24 | 10:16:00 UTC | Processor CPU2_Status | IERR | Asserted\n"
+      "SEL has no entries\n";
+  ParseOptions o;
+  o.utc_offset_sec = 7200;  // BMC clock set to the node's zone, two hours ahead of UTC
+  const auto r = parseAll(LogFormat::kIpmiSel, log, o);
+  REQUIRE(r.records.size() == 3);
+  CHECK(r.records[0].time_known);
+  CHECK(formatTimeNs(r.records[0].time_ns) == "2024-06-01T08:12:03.000Z");
+  CHECK(r.records[0].ident == "ipmi-sel");
+  CHECK(r.records[0].line == 1);
+  CHECK_FALSE(r.records[1].time_known);
+  CHECK(r.records[1].monotonic_ns == -1);
+  CHECK(formatTimeNs(r.records[2].time_ns) == "2024-06-01T10:16:00.000Z");
+  CHECK(r.report.records == 3);
+  CHECK(r.report.malformed == 1);
+  CHECK(r.report.lines == 4);
+}
+
+TEST_CASE("SEL listings are detected; tables in rank logs are not", "[parse][ipmi-sel][detect]") {
+  CHECK(detectFormat("   1 | 05/30/2024 | 22:01:15 | Event Logging Disabled #0x07 | Log area reset/cleared | Asserted\n"
+                     "   2 |  Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted\n"
+                     "   3 | 06/01/2024 | 10:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted\n") ==
+        LogFormat::kIpmiSel);
+  CHECK(detectFormat("3,06/01/2024,10:12:03,Memory #0x53,Uncorrectable ECC,Asserted\n"
+                     "4,06/01/2024,10:12:04,Processor #0x09,IERR,Asserted\n") == LogFormat::kIpmiSel);
+  CHECK(detectFormat("| epoch | loss |\n| 1 | 0.5 |\n   1 | 2 | 3\n") == LogFormat::kApplication);
+}
