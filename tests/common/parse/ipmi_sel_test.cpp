@@ -107,7 +107,7 @@ TEST_CASE("SEL stamps are node-local time, UTC-named stamps are not shifted", "[
   CHECK(r.report.lines == 4);
 }
 
-TEST_CASE("SEL listings are detected; tables in rank logs are not", "[parse][ipmi-sel][detect]") {
+TEST_CASE("SEL listings are detected, tables in rank logs are not", "[parse][ipmi-sel][detect]") {
   CHECK(detectFormat("   1 | 05/30/2024 | 22:01:15 | Event Logging Disabled #0x07 | Log area reset/cleared | Asserted\n"
                      "   2 |  Pre-Init  |0000000012| System Event #0x01 | Timestamp Clock Sync | Asserted\n"
                      "   3 | 06/01/2024 | 10:12:03 | Memory #0x53 | Uncorrectable ECC | Asserted\n") ==
@@ -115,4 +115,24 @@ TEST_CASE("SEL listings are detected; tables in rank logs are not", "[parse][ipm
   CHECK(detectFormat("3,06/01/2024,10:12:03,Memory #0x53,Uncorrectable ECC,Asserted\n"
                      "4,06/01/2024,10:12:04,Processor #0x09,IERR,Asserted\n") == LogFormat::kIpmiSel);
   CHECK(detectFormat("| epoch | loss |\n| 1 | 0.5 |\n   1 | 2 | 3\n") == LogFormat::kApplication);
+}
+
+TEST_CASE("posted ipmitool 1.8.19 elist lines", "[parse][ipmi-sel]") {
+  // posted: https://github.com/ipmitool/ipmitool/issues/385 (ipmitool 1.8.19, %x %X %Z)
+  const std::string log =
+      "  3a | 12/14/22 | 23:09:44 CET | Memory #0x88 | Correctable ECC (CPU0_G1) | Asserted\n"
+      "    e | 06/10/22 | 19:31:43 CEST | Memory #0x87 | Correctable ECC () | Asserted\n";
+  CHECK(detectFormat(log) == LogFormat::kIpmiSel);
+  ParseOptions o;
+  o.utc_offset_sec = 3600;
+  const auto r = parseAll(LogFormat::kIpmiSel, log, o);
+  REQUIRE(r.records.size() == 2);
+  CHECK(formatTimeNs(r.records[0].time_ns) == "2022-12-14T22:09:44.000Z");
+  CHECK(r.records[0].text == "Memory #0x88 | Correctable ECC (CPU0_G1) | Asserted");
+  CHECK(r.records[1].text == "Memory #0x87 | Correctable ECC () | Asserted");
+  // posted: https://github.com/open-power/op-build/issues/607 (an OEM record with a stamp)
+  IpmiSelLine l;
+  REQUIRE(parseIpmiSelLine("  8b | 08/31/2016 | 06:21:15 | OEM record df | 040020 | 12616faaaaaa", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kWall);
+  CHECK(l.text == "OEM record df | 040020 | 12616faaaaaa");
 }
