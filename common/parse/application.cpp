@@ -1,7 +1,8 @@
 // Application / rank logs: whatever a job's ranks, launcher and libraries wrote.
 //
-// Per line, in order: rank prefixes (srun --label "3: ", torchrun "[rank3]:" / "[default3]:",
-// "[RANK 3]"), then one leading time stamp (ISO with ' ' or 'T', Python logging "[2024-06-01
+// Per line, peeled in any order until none is left: rank prefixes (srun --label "3: ", torchrun
+// "[rank3]:" / "[default3]:", "[RANK 3]"), launcher prefixes (line_prefix.h: mpirun, pdsh,
+// CRI, kubectl, compose, Ray) and one leading time stamp (ISO with ' ' or 'T', Python logging "[2024-06-01
 // 10:00:01,123]", glog "E0601 10:00:01.123456 "); each recognised prefix is removed from the
 // text and lands in rank / time_ns / priority. PyTorch c10 "[W0601 12:00:00.000 file.cpp:12]"
 // stamps give time and priority but stay in the text (rules match on them). NCCL lines
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/parse/line_parser.h"
+#include "common/parse/line_prefix.h"
 #include "common/parse/time_util.h"
 
 namespace faultline::common::parse {
@@ -147,6 +149,7 @@ struct Pending {
   size_t lines = 1;
   size_t held_blanks = 0;  // blank lines after the exception line, not yet known to belong
   uint64_t last_line = 0;  // physical line last added
+  std::string prefix_shape;  // unknown prefix the header came under ("" when none)
 };
 
 // A finished traceback waits for a possible chained one ("During handling of ..."); if its rank
@@ -164,22 +167,56 @@ class ApplicationParser final : public LineParser {
     if (!textLine(raw, &line)) return;
     line = trimRight(line);
     std::string_view t = line;
-    const int rank = stripRankPrefixes(&t);
-
     LogRecord rec;
+    // Launchers stack prefixes ("10.0.0.7: [rank8]: ...", "<stamp> stderr F [default3]:..."):
+    // peel them in any order until none is left.
+    int rank = -1;
+    bool stamped = false, transport_stamp = false;
+    std::string_view prefix_host;
+    for (int round = 0; round < 6 && !t.empty(); ++round) {
+      const size_t before = t.size();
+      const int r = stripRankPrefixes(&t);
+      if (r >= 0) rank = r;
+      LinePrefix lp;
+      if (stripLauncherPrefix(&t, options_.known_hosts, &lp)) {
+        if (lp.rank >= 0) rank = lp.rank;
+        if (!lp.host.empty()) prefix_host = lp.host;
+      }
+      if (!stamped && parseStamp(&t, &rec)) {
+        stamped = true;
+        // A container runtime's stamp is the transport's, not a line the program printed: it
+        // does not end a traceback.
+        transport_stamp = stripAfterStamp(&t);
+      }
+      if (t.size() == before) break;
+    }
     rec.rank = rank;
-    const bool stamped = parseStamp(&t, &rec);
 
     if (!pending_.empty()) {
       expireWaiting();
       auto it = pending_.find(rank);
-      if (it != pending_.end() && continuePending(it, t, stamped)) return;
+      if (it != pending_.end()) {
+        // A traceback whose header came under an unknown prefix: the same prefix on its lines.
+        const std::string& shape = it->second.prefix_shape;
+        if (!shape.empty() && sameShape(t.substr(0, std::min(t.size(), shape.size())), shape))
+          t.remove_prefix(shape.size());
+        if (continuePending(it, t, stamped && !transport_stamp)) return;
+      }
     }
     if (t.empty()) {
       skipLine(SkipKind::kOther, "");
       return;
     }
+    // The header under a prefix nothing above knows (a workflow tool's, a custom logger's): the
+    // prefix's shape is learned and taken off the traceback's following lines.
+    std::string prefix_shape;
+    if (const size_t at = t.find(kTracebackHeader); at != std::string_view::npos && at > 0 && at <= 200 &&
+                                                    !startsWith(t, kTracebackHeader)) {
+      prefix_shape.assign(t.substr(0, at));
+      t.remove_prefix(at);
+    }
     if (startsWith(t, kTracebackHeader)) {
+      if (!prefix_host.empty()) rec.host.assign(prefix_host);
       rec.text.assign(t);
       rec.line = line_no_;
       Pending& p = pending_[rank];
@@ -188,10 +225,12 @@ class ApplicationParser final : public LineParser {
       p.lines = 1;
       p.held_blanks = 0;
       p.last_line = line_no_;
+      p.prefix_shape = std::move(prefix_shape);
       return;
     }
     const std::string_view host = ncclHost(t);
     if (!host.empty()) rec.host.assign(host);
+    else if (!prefix_host.empty()) rec.host.assign(prefix_host);
     rec.text.assign(t);
     rec.line = line_no_;
     emit(std::move(rec));
