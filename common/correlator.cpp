@@ -107,6 +107,22 @@ std::string joinNodes(const std::vector<ResponsibleNode>& r) {
   return out;
 }
 
+// A message that is a fault only on nodes with NVSwitches (Fabric Manager finding none to manage):
+// a root there, context on a node known to have none, and with nothing known a cascade that may
+// anchor only when nothing else does. The judgement is recorded in the symptom's fields.
+Role judgeByNvswitch(Symptom& s, Role eff, const CorrelatorOptions& o, const std::set<std::string>& seen) {
+  std::optional<bool> has;
+  if (auto it = o.node_facts.find(s.node); it != o.node_facts.end()) has = it->second.nvswitch;
+  if (seen.count(s.node)) has = true;
+  if (!has) {
+    s.fields["node_fact"] = "nvswitch unknown";
+    s.fallback_root = true;
+    return eff == Role::kRoot ? Role::kCascade : eff;
+  }
+  s.fields["node_fact"] = *has ? "node has NVSwitches" : "node has no NVSwitch";
+  return *has ? eff : Role::kContext;
+}
+
 }  // namespace
 
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
@@ -117,11 +133,16 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
   if (rules) d.ruleset_version = rules->version;
 
   std::set<std::string> job_nodes(job.nodes.begin(), job.nodes.end());
+  // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
+  std::set<std::string> nvswitch_seen;
+  for (const auto& s : symptoms)
+    if (s.category == "nvswitch" || s.rule_id.rfind("sxid.", 0) == 0) nvswitch_seen.insert(s.node);
   std::vector<Item> items;
   for (auto& s : symptoms) {
     Role eff = s.role;
     // The driver says so itself: "(caused by previous Xid 79)".
     if (eff == Role::kRoot && !s.field("prev_xid").empty()) eff = Role::kCascade;
+    if (s.field("requires_node_fact") == "nvswitch") eff = judgeByNvswitch(s, eff, o, nvswitch_seen);
     if (!inWindow(s, job, o, eff)) continue;
     if (!job_nodes.empty() && !s.node.empty() && !job_nodes.count(s.node)) {
       // Logs name hosts by FQDN or short name as they please: "gpu-a01.cluster" is gpu-a01.

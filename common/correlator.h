@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/diagnosis.h"
@@ -13,6 +16,13 @@
 #include "common/symptom.h"
 
 namespace faultline::common {
+
+// What is known of a node's hardware (node.json, inventory). Some messages mean a fault on one
+// platform and nothing on another: a rule says so with the field `requires_node_fact`.
+struct NodeFacts {
+  // Whether the node has NVSwitches of its own (HGX/DGX baseboards); nullopt when unknown.
+  std::optional<bool> nvswitch;
+};
 
 struct CorrelatorOptions {
   // Roots in other domains on other nodes within this window of the anchor make the verdict
@@ -28,6 +38,8 @@ struct CorrelatorOptions {
   int64_t post_end_ns = 120'000'000'000;
   // More suspect nodes than this -> systemic verdict without blaming a node.
   size_t systemic_threshold = 16;
+  // Per node (by name); nodes not listed are unknown.
+  std::map<std::string, NodeFacts> node_facts;
 };
 
 // `rules` (may be null) supplies the recommended action of the cause's rule.

@@ -83,6 +83,8 @@ NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
       gi.serial = g.value("serial", "");
       info.gpus.push_back(gi);
     }
+  if (j.contains("nvswitches") && j["nvswitches"].is_number_integer()) info.nvswitch = j["nvswitches"].get<int>() > 0;
+  if (j.contains("nvswitch") && j["nvswitch"].is_boolean()) info.nvswitch = j["nvswitch"].get<bool>();
   if (j.contains("local_rank_to_gpu_index") && j["local_rank_to_gpu_index"].is_object())
     for (const auto& [k, v] : j["local_rank_to_gpu_index"].items())
       if (v.is_number_integer()) info.local_rank_to_gpu[std::atoi(k.c_str())] = v.get<int>();

@@ -36,6 +36,8 @@ struct NodeInfo {
   std::string zone_source;  // "node.json timezone", ...
   std::vector<GpuInfo> gpus;
   std::map<int, int> local_rank_to_gpu;
+  // node.json "nvswitches" (a count) or "nvswitch" (true/false); nullopt when not stated.
+  std::optional<bool> nvswitch;
 };
 
 struct Bundle {

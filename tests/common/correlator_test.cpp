@@ -201,3 +201,46 @@ TEST_CASE("a peer that went away, alone, names no cause", "[correlator]") {
   CHECK(!d.cause);
   CHECK(d.chain.size() == 2);
 }
+
+TEST_CASE("a platform-dependent message is judged with the node's facts", "[correlator][node_facts]") {
+  // Fabric Manager finding no NVSwitch: a fault on an HGX baseboard, nothing on a PCIe node.
+  auto fm = [](const std::string& node) {
+    Symptom s = sym("fm.nv_warn_nothing_to_do", node, SubDomain::kSystemSoftware, Role::kRoot, 5);
+    s.fields["requires_node_fact"] = "nvswitch";
+    return s;
+  };
+  auto app = sym("python.exception", "n2", SubDomain::kApplication, Role::kRoot, 30);
+
+  CorrelatorOptions hgx;
+  hgx.node_facts["n1"].nvswitch = true;
+  auto d = correlate(job("FAILED"), {fm("n1"), app}, nullptr, hgx);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "fm.nv_warn_nothing_to_do");
+  CHECK(d.sub_domain == SubDomain::kSystemSoftware);
+  CHECK(d.cause->fields["node_fact"] == "node has NVSwitches");
+
+  CorrelatorOptions pcie;
+  pcie.node_facts["n1"].nvswitch = false;
+  d = correlate(job("FAILED"), {fm("n1"), app}, nullptr, pcie);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "python.exception");
+  CHECK(d.sub_domain == SubDomain::kApplication);
+  bool context = false;
+  for (const auto& e : d.chain) context |= e.rule_id == "fm.nv_warn_nothing_to_do" && e.role == Role::kContext;
+  CHECK(context);
+
+  // Nothing known: it does not outrank a real root, but anchors when it is all there is.
+  d = correlate(job("FAILED"), {fm("n1"), app}, nullptr);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "python.exception");
+  d = correlate(job("FAILED"), {fm("n1")}, nullptr);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "fm.nv_warn_nothing_to_do");
+
+  // SXids from the same node show it has NVSwitches, whatever else is (not) known.
+  Symptom sxid = sym("sxid.nonfatal", "n1", SubDomain::kNetwork, Role::kContext, 1);
+  sxid.category = "nvswitch";
+  d = correlate(job("FAILED"), {sxid, fm("n1"), app}, nullptr, pcie);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "fm.nv_warn_nothing_to_do");
+}
