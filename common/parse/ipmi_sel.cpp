@@ -28,9 +28,21 @@ bool cutField(std::string_view* s, bool csv, std::string_view* field) {
 }
 
 // "06/01/2024" (%m/%d/%Y, ipmitool ≤1.8.18, and %x in en_US), "06/01/24" (%x in the C locale),
-// "2024-06-01" and "01.06.2024" (%x in other locales).
-bool parseDate(std::string_view s, int* year, int* month, int* day) {
-  if (s.size() == 10 && s[2] == '/' && s[5] == '/') {
+// "2024-06-01" and "01.06.2024" (%x in other locales); FreeIPMI's "Jun-01-2024" (%b-%d-%Y, its
+// default), "Jun/01/2024", "06-01-2024" (*freeipmi set for those).
+bool parseDate(std::string_view s, int* year, int* month, int* day, bool* freeipmi) {
+  *freeipmi = false;
+  if (s.size() == 11 && (s[3] == '-' || s[3] == '/') && s[6] == s[3]) {
+    *month = monthFromAbbrev(s.substr(0, 3));
+    *day = readFixedDigits(s, 4, 2);
+    *year = readFixedDigits(s, 7, 4);
+    *freeipmi = true;
+  } else if (s.size() == 10 && s[2] == '-' && s[5] == '-') {
+    *month = readFixedDigits(s, 0, 2);
+    *day = readFixedDigits(s, 3, 2);
+    *year = readFixedDigits(s, 6, 4);
+    *freeipmi = true;
+  } else if (s.size() == 10 && s[2] == '/' && s[5] == '/') {
     *month = readFixedDigits(s, 0, 2);
     *day = readFixedDigits(s, 3, 2);
     *year = readFixedDigits(s, 6, 4);
@@ -110,9 +122,12 @@ bool parseIpmiSelLine(std::string_view line, IpmiSelLine* out) {
     ++n;
   }
   if (n == 0 || n >= s.size()) return false;
+  const std::string_view id_digits = s.substr(0, n);
   bool csv = false;
-  if (startsWith(s.substr(n), " | ")) {
-    s.remove_prefix(n + 3);
+  size_t pad = n;  // FreeIPMI left-aligns the id: "4    | Jul-20-2017 | ..."
+  while (pad < s.size() && s[pad] == ' ') ++pad;
+  if (pad > n && startsWith(s.substr(pad), "| ")) {
+    s.remove_prefix(pad + 2);
   } else if (s[n] == ',') {
     csv = true;
     s.remove_prefix(n + 1);
@@ -135,11 +150,19 @@ bool parseIpmiSelLine(std::string_view line, IpmiSelLine* out) {
     int year = 0, month = 0, day = 0;
     int64_t seconds = 0;
     bool utc = false;
+    bool freeipmi = false;
     if (date == "Unspecified" && time == "Unspecified") {
       r.stamp = IpmiSelLine::Stamp::kNone;
+    } else if ((date == "Unspec." && time == "Unspec.") || (date == "N/A" && time == "N/A")) {
+      r.stamp = IpmiSelLine::Stamp::kNone;  // FreeIPMI
+      r.freeipmi = true;
+    } else if (date == "PostInit" && time == "PostInit") {
+      r.stamp = IpmiSelLine::Stamp::kPreInit;  // FreeIPMI
+      r.freeipmi = true;
     } else if (startsWith(date, "S+") && parseTime(time, &seconds, &utc)) {
       r.stamp = IpmiSelLine::Stamp::kPreInit;  // 1.8.19+: seconds since BMC init
-    } else if (parseDate(date, &year, &month, &day) && parseTime(time, &seconds, &utc)) {
+    } else if (parseDate(date, &year, &month, &day, &freeipmi) && parseTime(time, &seconds, &utc)) {
+      r.freeipmi = freeipmi;
       r.stamp = IpmiSelLine::Stamp::kWall;
       r.wall_ns = civilToNs(year, month, day, 0, 0, 0, 0) + seconds * kNsPerSec;
       r.utc = utc;
@@ -149,6 +172,13 @@ bool parseIpmiSelLine(std::string_view line, IpmiSelLine* out) {
   }
   s = trimRight(s);
   if (s.empty()) return false;
+  if (r.freeipmi) {  // FreeIPMI numbers records in decimal
+    r.record_id = 0;
+    for (char c : id_digits) {
+      if (!isDigit(c)) return false;
+      r.record_id = r.record_id * 10 + static_cast<uint32_t>(c - '0');
+    }
+  }
   r.text = s;
   *out = r;
   return true;
@@ -171,6 +201,11 @@ class IpmiSelParser final : public LineParser {
       return;
     }
     IpmiSelLine sel;
+    const std::string_view head = trimLeft(line);
+    if (startsWith(head, "ID ") || startsWith(head, "ID,Date,Time")) {  // FreeIPMI's header
+      skipLine(SkipKind::kOther, "");
+      return;
+    }
     if (!parseIpmiSelLine(line, &sel)) {
       // "SEL has no entries", a `sel info` block or a shell prompt pasted with the listing.
       skipLine(SkipKind::kMalformed, "not an ipmitool SEL entry");
@@ -184,11 +219,19 @@ class IpmiSelParser final : public LineParser {
     rec.ident = "ipmi-sel";
     rec.line = line_no_;
     // -c output separates the fields with ','; give rules the table's " | " either way.
-    if (sel.csv) {
+    // FreeIPMI pads its columns: keep the fields, not the padding.
+    if (sel.csv || sel.freeipmi) {
+      const std::string_view sep = sel.csv ? std::string_view(",") : std::string_view(" | ");
+      std::string_view rest = sel.text;
       rec.text.reserve(sel.text.size() + 16);
-      for (char c : sel.text) {
-        if (c == ',') rec.text += " | ";
-        else rec.text.push_back(c);
+      while (true) {
+        const size_t at = rest.find(sep);
+        std::string_view field = rest.substr(0, at);
+        if (sel.freeipmi) field = trimRight(field);
+        if (!rec.text.empty()) rec.text += " | ";
+        rec.text.append(field);
+        if (at == std::string_view::npos) break;
+        rest = rest.substr(at + sep.size());
       }
     } else {
       rec.text.assign(sel.text);

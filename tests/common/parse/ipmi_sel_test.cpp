@@ -136,3 +136,39 @@ TEST_CASE("posted ipmitool 1.8.19 elist lines", "[parse][ipmi-sel]") {
   CHECK(l.stamp == IpmiSelLine::Stamp::kWall);
   CHECK(l.text == "OEM record df | 040020 | 12616faaaaaa");
 }
+
+TEST_CASE("FreeIPMI ipmi-sel: header, padded columns, month names, PostInit", "[parse][ipmi-sel][freeipmi]") {
+  // posted: https://github.com/thomas-krenn/check_ipmi_sensor_v3/issues/26 (ipmi-sel --output-event-state)
+  const std::string log =
+      "ID   | Date        | Time     | Name                                              | Type              | State    | Event\n"
+      "1    | PostInit    | PostInit | Sensor #0                                         | OS Boot           | Nominal  | C: boot completed\n"
+      "4    | Jul-20-2017 | 10:29:49 | Power Supply PS2 Status                           | Power Supply      | Critical | Power Supply Failure detected\n"
+      "6    | Jul-20-2017 | 10:37:20 | Sensor #0                                         | OS Critical Stop  | Warning  | OS Graceful Shutdown\n";
+  CHECK(detectFormat(log) == LogFormat::kIpmiSel);
+  ParseOptions o;
+  o.utc_offset_sec = 7200;
+  const auto r = parseAll(LogFormat::kIpmiSel, log, o);
+  REQUIRE(r.records.size() == 3);
+  CHECK(r.report.malformed == 0);
+  CHECK(r.report.skipped == 1);  // the header
+  CHECK_FALSE(r.records[0].time_known);
+  CHECK(r.records[0].text == "Sensor #0 | OS Boot | Nominal | C: boot completed");
+  CHECK(formatTimeNs(r.records[1].time_ns) == "2017-07-20T08:29:49.000Z");
+  CHECK(r.records[1].text == "Power Supply PS2 Status | Power Supply | Critical | Power Supply Failure detected");
+
+  IpmiSelLine l;
+  // format: chu11/freeipmi-mirror ipmi-sel/ipmi-sel.c (record id "%-Nu"), libfreeipmi/sel/ipmi-sel-string.c ("%b-%d-%Y")
+  REQUIRE(parseIpmiSelLine("12   | Jun-01-2024 | 10:12:03 | DIMM_A1          | Memory            | Uncorrectable memory error", &l));
+  CHECK(l.freeipmi);
+  CHECK(l.record_id == 12);
+  CHECK(formatTimeNs(l.wall_ns) == "2024-06-01T10:12:03.000Z");
+  REQUIRE(parseIpmiSelLine("12,Jun-01-2024,10:12:03,DIMM_A1,Memory,Uncorrectable memory error", &l));
+  CHECK(l.csv);
+  CHECK(l.freeipmi);
+  REQUIRE(parseIpmiSelLine("13   | Unspec.     | Unspec.  | DIMM_A1          | Memory            | Parity", &l));
+  CHECK(l.stamp == IpmiSelLine::Stamp::kNone);
+  CHECK_FALSE(parseIpmiSelLine("ID   | Date        | Time     | Name | Type | Event", &l));
+  const auto c = parseAll(LogFormat::kIpmiSel, "ID,Date,Time,Name,Type,Event\n12,Jun-01-2024,10:12:03,DIMM_A1,Memory,Uncorrectable memory error\n");
+  REQUIRE(c.records.size() == 1);
+  CHECK(c.records[0].text == "DIMM_A1 | Memory | Uncorrectable memory error");
+}
