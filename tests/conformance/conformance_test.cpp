@@ -11,10 +11,11 @@
 //
 // FAULTLINE_RULES_DIR / FAULTLINE_CONFORMANCE_DATA override the rule and data directories;
 // FAULTLINE_CONFORMANCE_REPORT=1 prints every disagreement (=md: as Markdown tables).
-#include <catch2/catch.hpp>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,7 +26,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "aggregator/offline/bundle.h"
@@ -58,8 +58,8 @@ struct Expect {
   std::vector<std::string> rules, rule_prefixes, sub_domains, categories, roles;
   bool benign = false;
   bool empty() const {
-    return !benign && rules.empty() && rule_prefixes.empty() && sub_domains.empty() && categories.empty() &&
-           roles.empty();
+    return !benign && rules.empty() && rule_prefixes.empty() && sub_domains.empty() &&
+           categories.empty() && roles.empty();
   }
 };
 
@@ -103,7 +103,8 @@ bool in(const std::vector<std::string>& v, std::string_view s) {
 }
 
 bool satisfies(const common::Symptom& s, const Expect& e) {
-  if (!e.rules.empty() && std::find(e.rules.begin(), e.rules.end(), s.rule_id) == e.rules.end()) return false;
+  if (!e.rules.empty() && std::find(e.rules.begin(), e.rules.end(), s.rule_id) == e.rules.end())
+    return false;
   if (!e.rule_prefixes.empty() &&
       std::none_of(e.rule_prefixes.begin(), e.rule_prefixes.end(),
                    [&](const std::string& p) { return s.rule_id.rfind(p, 0) == 0; }))
@@ -186,7 +187,9 @@ std::vector<Case> loadPeer(const fs::path& file, std::vector<std::string>* error
         }
       }
     }
-    if (!k.mapped || k.expect.empty()) errors->push_back(file.string() + ": " + k.id + ": no expectation for label '" + k.label + "'");
+    if (!k.mapped || k.expect.empty())
+      errors->push_back(file.string() + ": " + k.id + ": no expectation for label '" + k.label +
+                        "'");
     out.push_back(std::move(k));
   }
   return out;
@@ -203,8 +206,8 @@ common::SourceKind kindOf(const std::string& s) {
 // (no log prefix, detected as application text) of a kernel / journal / fabric manager source
 // is what that source's reader hands the engine: one record per line, or the whole text as one
 // record (the peer fed its matcher that one string), with the source's kind.
-std::vector<common::Symptom> run(const Case& c, const common::RuleEngine& engine, const fs::path& dir,
-                                 std::string* format) {
+std::vector<common::Symptom> run(const Case& c, const common::RuleEngine& engine,
+                                 const fs::path& dir, std::string* format) {
   fs::path f = dir / (c.id + ".log");
   {
     std::ofstream out(f, std::ios::binary | std::ios::trunc);
@@ -240,18 +243,25 @@ Outcome judge(const Case& c, const std::vector<common::Symptom>& got) {
     if (seen.insert(d).second) o.produced += (o.produced.empty() ? "" : " ") + d;
   }
   if (o.produced.empty()) o.produced = "-";
-  bool any_root = std::any_of(got.begin(), got.end(), [](const common::Symptom& s) { return s.role == common::Role::kRoot; });
+  bool any_root = std::any_of(got.begin(), got.end(), [](const common::Symptom& s) {
+    return s.role == common::Role::kRoot;
+  });
   if (c.expect.benign) {
     o.agree = !any_root;
     o.benign_violation = any_root;
   } else {
-    o.agree = std::any_of(got.begin(), got.end(), [&](const common::Symptom& s) { return satisfies(s, c.expect); });
+    o.agree = std::any_of(got.begin(), got.end(),
+                          [&](const common::Symptom& s) { return satisfies(s, c.expect); });
   }
   return o;
 }
 
 std::string firstLine(const Case& c, size_t max = 160) {
-  std::string t = c.lines.empty() ? c.input : c.lines.front() + (c.lines.size() > 1 ? " [+" + std::to_string(c.lines.size() - 1) + " lines]" : "");
+  std::string t =
+      c.lines.empty()
+          ? c.input
+          : c.lines.front() +
+                (c.lines.size() > 1 ? " [+" + std::to_string(c.lines.size() - 1) + " lines]" : "");
   for (auto& ch : t)
     if (ch == '\n') ch = ' ';
   if (t.size() > max) t = t.substr(0, max) + "...";
@@ -261,9 +271,12 @@ std::string firstLine(const Case& c, size_t max = 160) {
 std::string mdCell(std::string s) {
   std::string out;
   for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else if (ch == '`') out += "'";
-    else out += ch;
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '`')
+      out += "'";
+    else
+      out += ch;
   }
   return out;
 }
@@ -272,7 +285,8 @@ std::string mdCell(std::string s) {
 
 TEST_CASE("peers' test tables agree with faultline's rules", "[conformance]") {
   std::string rules_dir = envOr("FAULTLINE_RULES_DIR", FAULTLINE_SOURCE_DIR "/rules");
-  std::string data_dir = envOr("FAULTLINE_CONFORMANCE_DATA", FAULTLINE_SOURCE_DIR "/tests/conformance/data");
+  std::string data_dir =
+      envOr("FAULTLINE_CONFORMANCE_DATA", FAULTLINE_SOURCE_DIR "/tests/conformance/data");
   std::string report = envOr("FAULTLINE_CONFORMANCE_REPORT", "");
   auto loaded = common::loadRuleDirs({rules_dir});
   for (const auto& e : loaded.errors) UNSCOPED_INFO(e);
@@ -294,11 +308,13 @@ TEST_CASE("peers' test tables agree with faultline's rules", "[conformance]") {
   for (const auto& e : errors) UNSCOPED_INFO(e);
   CHECK(errors.empty());
 
-  fs::path tmp = fs::temp_directory_path() / ("faultline-conformance-" + std::to_string(::getpid()));
+  fs::path tmp =
+      fs::temp_directory_path() / ("faultline-conformance-" + std::to_string(::getpid()));
   fs::create_directories(tmp);
 
   struct Tally {
-    int cases = 0, real = 0, agree = 0, synthetic = 0, synthetic_agree = 0, deliberate = 0, deliberate_agree = 0;
+    int cases = 0, real = 0, agree = 0, synthetic = 0, synthetic_agree = 0, deliberate = 0,
+        deliberate_agree = 0;
   };
   std::map<std::string, Tally> tally;
   std::vector<std::pair<const Case*, Outcome>> misses, deliberate, synthetic_misses;
@@ -323,7 +339,8 @@ TEST_CASE("peers' test tables agree with faultline's rules", "[conformance]") {
       continue;
     }
     if (o.benign_violation)
-      benign_violations.push_back(c.peer + " " + c.id + ": '" + firstLine(c) + "' (" + c.label + ") -> " + o.produced);
+      benign_violations.push_back(c.peer + " " + c.id + ": '" + firstLine(c) + "' (" + c.label +
+                                  ") -> " + o.produced);
     ++t.real;
     t.agree += o.agree;
     if (!o.agree) misses.emplace_back(&c, o);
@@ -332,32 +349,40 @@ TEST_CASE("peers' test tables agree with faultline's rules", "[conformance]") {
 
   Tally all;
   std::printf("\nconformance with peers' test tables (rules: %s)\n", rules_dir.c_str());
-  std::printf("%-36s %6s %6s %6s %8s %10s %11s\n", "peer", "cases", "real", "agree", "agree%", "synthetic", "deliberate");
+  std::printf("%-36s %6s %6s %6s %8s %10s %11s\n", "peer", "cases", "real", "agree", "agree%",
+              "synthetic", "deliberate");
   for (const auto& [peer, t] : tally) {
     std::printf("%-36s %6d %6d %6d %7.1f%% %6d/%-3d %11d\n", peer.c_str(), t.cases, t.real, t.agree,
-                t.real ? 100.0 * t.agree / t.real : 100.0, t.synthetic_agree, t.synthetic, t.deliberate);
+                t.real ? 100.0 * t.agree / t.real : 100.0, t.synthetic_agree, t.synthetic,
+                t.deliberate);
     all.cases += t.cases, all.real += t.real, all.agree += t.agree, all.synthetic += t.synthetic;
     all.synthetic_agree += t.synthetic_agree, all.deliberate += t.deliberate;
   }
   std::printf("%-36s %6d %6d %6d %7.1f%% %6d/%-3d %11d\n", "all", all.cases, all.real, all.agree,
-              all.real ? 100.0 * all.agree / all.real : 100.0, all.synthetic_agree, all.synthetic, all.deliberate);
+              all.real ? 100.0 * all.agree / all.real : 100.0, all.synthetic_agree, all.synthetic,
+              all.deliberate);
 
   if (!report.empty()) {
     bool md = report == "md";
-    auto list = [&](const char* title, const std::vector<std::pair<const Case*, Outcome>>& v, bool show_reason) {
+    auto list = [&](const char* title, const std::vector<std::pair<const Case*, Outcome>>& v,
+                    bool show_reason) {
       std::printf("\n%s%s (%zu)\n", md ? "### " : "== ", title, v.size());
-      if (md) std::printf("\n| peer | id | line | peer label | expected | faultline produced |\n|---|---|---|---|---|---|\n");
+      if (md)
+        std::printf(
+            "\n| peer | id | line | peer label | expected | faultline produced "
+            "|\n|---|---|---|---|---|---|\n");
       for (const auto& [c, o] : v) {
         std::string exp = describe(c->expect);
         if (show_reason) exp += "; " + (c->deliberate.empty() ? c->synthetic : c->deliberate);
         if (md)
           std::printf("| %s | %s | `%s` | %s | %s | %s |\n", mdCell(c->peer).c_str(), c->id.c_str(),
-                      mdCell(firstLine(*c, 140)).c_str(), mdCell(c->label).c_str(), mdCell(exp).c_str(),
-                      mdCell(o.produced).c_str());
+                      mdCell(firstLine(*c, 140)).c_str(), mdCell(c->label).c_str(),
+                      mdCell(exp).c_str(), mdCell(o.produced).c_str());
         else
-          std::printf("%s %s [%s]\n  line:     %s\n  peer:     %s\n  expected: %s\n  produced: %s\n", c->peer.c_str(),
-                      c->id.c_str(), o.format.c_str(), firstLine(*c).c_str(), c->label.c_str(), exp.c_str(),
-                      o.produced.c_str());
+          std::printf(
+              "%s %s [%s]\n  line:     %s\n  peer:     %s\n  expected: %s\n  produced: %s\n",
+              c->peer.c_str(), c->id.c_str(), o.format.c_str(), firstLine(*c).c_str(),
+              c->label.c_str(), exp.c_str(), o.produced.c_str());
       }
     };
     list("disagreements on real lines", misses, false);
@@ -365,7 +390,8 @@ TEST_CASE("peers' test tables agree with faultline's rules", "[conformance]") {
     list("deliberate differences", deliberate, true);
   }
 
-  for (const auto& b : benign_violations) UNSCOPED_INFO("root symptom on a line the peer treats as benign: " << b);
+  for (const auto& b : benign_violations)
+    UNSCOPED_INFO("root symptom on a line the peer treats as benign: " << b);
   CHECK(benign_violations.empty());
   for (const auto& [peer, t] : tally) {
     INFO(peer << ": " << t.agree << "/" << t.real << " real lines agree; " << misses.size()
