@@ -27,7 +27,7 @@ bool isExportKey(std::string_view key) {
 LogFormat classifyLine(std::string_view line) {
   using namespace parse;
   IpmiSelLine sel;  // "   1 | 06/01/2024 | ...": right-aligned ids start with spaces
-  if (parseIpmiSelLine(line, &sel)) return LogFormat::kIpmiSel;
+  if (parseIpmiSelLine(line, &sel) || isIpmiSelHeader(line)) return LogFormat::kIpmiSel;
   if (isSpace(line.front())) return LogFormat::kUnknown;  // continuation / traceback frame
   std::string scratch;
   std::string_view text;

@@ -184,6 +184,14 @@ bool parseIpmiSelLine(std::string_view line, IpmiSelLine* out) {
   return true;
 }
 
+bool isIpmiSelHeader(std::string_view line) {
+  const std::string_view s = trimLeft(line);
+  if (startsWith(s, "ID,Date,Time,")) return true;
+  if (!startsWith(s, "ID ")) return false;
+  const std::string_view rest = trimLeft(s.substr(3));
+  return startsWith(rest, "| Date") && rest.find("| Time") != std::string_view::npos;
+}
+
 namespace {
 
 class IpmiSelParser final : public LineParser {
@@ -201,8 +209,7 @@ class IpmiSelParser final : public LineParser {
       return;
     }
     IpmiSelLine sel;
-    const std::string_view head = trimLeft(line);
-    if (startsWith(head, "ID ") || startsWith(head, "ID,Date,Time")) {  // FreeIPMI's header
+    if (isIpmiSelHeader(line)) {  // FreeIPMI prints it once, before the records
       skipLine(SkipKind::kOther, "");
       return;
     }

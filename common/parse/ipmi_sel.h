@@ -38,6 +38,9 @@ struct IpmiSelLine {
 // Parses one line (no '\n'). False when the line is not a SEL list/elist entry.
 bool parseIpmiSelLine(std::string_view line, IpmiSelLine* out);
 
+// FreeIPMI's column header: "ID   | Date        | Time     | Name ..." or "ID,Date,Time,...".
+bool isIpmiSelHeader(std::string_view line);
+
 std::unique_ptr<StreamParser> makeIpmiSelParser(ParseOptions options, RecordSink sink);
 
 }  // namespace faultline::common::parse

@@ -172,3 +172,11 @@ TEST_CASE("FreeIPMI ipmi-sel: header, padded columns, month names, PostInit", "[
   REQUIRE(c.records.size() == 1);
   CHECK(c.records[0].text == "DIMM_A1 | Memory | Uncorrectable memory error");
 }
+
+TEST_CASE("a FreeIPMI listing of one record is still detected", "[parse][ipmi-sel][freeipmi][detect]") {
+  CHECK(detectFormat("ID   | Date        | Time     | Name      | Type         | Event\n"
+                     "4    | Jul-20-2017 | 10:29:49 | PS2 Status | Power Supply | Power Supply Failure detected\n") ==
+        LogFormat::kIpmiSel);
+  CHECK(parse::isIpmiSelHeader("ID,Date,Time,Name,Type,Event"));
+  CHECK_FALSE(parse::isIpmiSelHeader("ID of the run: 12"));
+}
