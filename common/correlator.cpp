@@ -123,6 +123,26 @@ Role judgeByNvswitch(Symptom& s, Role eff, const CorrelatorOptions& o, const std
   return *has ? eff : Role::kContext;
 }
 
+// Nodes of the job whose addresses the anchor's (and its kind's) `peer` fields name; the port
+// ("10.1.2.3<4567>", "10.1.2.3:4567") is not part of the address.
+std::set<std::string> peerNodes(const Item* anchor, const std::vector<Item*>& same, const CorrelatorOptions& o) {
+  std::map<std::string, std::string> node_of_address;
+  for (const auto& [node, facts] : o.node_facts)
+    for (const auto& a : facts.addresses) node_of_address[a] = node;
+  std::set<std::string> out;
+  if (node_of_address.empty()) return out;
+  auto add = [&](const Symptom& s) {
+    std::string peer = s.field("peer");
+    peer = peer.substr(0, peer.find('<'));
+    if (std::count(peer.begin(), peer.end(), ':') == 1) peer = peer.substr(0, peer.find(':'));
+    if (auto it = node_of_address.find(peer); it != node_of_address.end() && it->second != s.node)
+      out.insert(it->second);
+  };
+  add(anchor->s);
+  for (const Item* r : same) add(r->s);
+  return out;
+}
+
 }  // namespace
 
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
@@ -143,6 +163,13 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     // The driver says so itself: "(caused by previous Xid 79)".
     if (eff == Role::kRoot && !s.field("prev_xid").empty()) eff = Role::kCascade;
     if (s.field("requires_node_fact") == "nvswitch") eff = judgeByNvswitch(s, eff, o, nvswitch_seen);
+    // On a node known to have no NVSwitch, Fabric Manager giving up (service failed, aborted) is
+    // the same non-event as the message that made it give up.
+    else if (s.category == "fabric_manager" && eff == Role::kRoot && !nvswitch_seen.count(s.node))
+      if (auto f = o.node_facts.find(s.node); f != o.node_facts.end() && f->second.nvswitch == false) {
+        s.fields["node_fact"] = "node has no NVSwitch";
+        eff = Role::kContext;
+      }
     if (!inWindow(s, job, o, eff)) continue;
     if (!job_nodes.empty() && !s.node.empty() && !job_nodes.count(s.node)) {
       // Logs name hosts by FQDN or short name as they please: "gpu-a01.cluster" is gpu-a01.
@@ -337,9 +364,17 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
                                 suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
   } else if (fallback) {
     // Cascade-type evidence on the reporting nodes says the fault was elsewhere or in between:
-    // naming the first reporter would be a guess.
-    d.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node.",
-                                anchor->s.symptom, suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
+    // naming the first reporter would be a guess. The peer those errors name is not, when its
+    // address is known to be one of the job's nodes.
+    std::set<std::string> peers = peerNodes(anchor, same, o);
+    if (!peers.empty() && peers.size() <= 2) {
+      for (const auto& n : peers) d.responsible.push_back({n, "", 0.5});
+      d.explanation = fmt::format("No root symptom was found; {} on {} node(s) names the peer {} as the far end.",
+                                  anchor->s.symptom, suspect_nodes.size(), joinNodes(d.responsible));
+    } else {
+      d.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node.",
+                                  anchor->s.symptom, suspect_nodes.size(), subDomainName(anchor->s.sub_domain));
+    }
   } else {
     std::map<std::string, std::string> device_of;
     device_of[anchor->s.node] = anchor->s.device;

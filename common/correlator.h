@@ -22,6 +22,9 @@ namespace faultline::common {
 struct NodeFacts {
   // Whether the node has NVSwitches of its own (HGX/DGX baseboards); nullopt when unknown.
   std::optional<bool> nvswitch;
+  // The node's network addresses (node.json "ip" / "addresses"), to resolve the peer an error
+  // names ("Connect to 10.1.2.3<4567> failed") to a node.
+  std::vector<std::string> addresses;
 };
 
 struct CorrelatorOptions {

@@ -34,8 +34,10 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
     for (auto& s : decoded->symptoms) symptoms.push_back(std::move(s));
   }
   common::CorrelatorOptions with_facts = options;
-  for (const auto& [node, info] : bundle->nodes)
+  for (const auto& [node, info] : bundle->nodes) {
     if (info.nvswitch) with_facts.node_facts[node].nvswitch = info.nvswitch;
+    if (!info.addresses.empty()) with_facts.node_facts[node].addresses = info.addresses;
+  }
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);
   return d;

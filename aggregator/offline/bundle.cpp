@@ -85,6 +85,10 @@ NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
     }
   if (j.contains("nvswitches") && j["nvswitches"].is_number_integer()) info.nvswitch = j["nvswitches"].get<int>() > 0;
   if (j.contains("nvswitch") && j["nvswitch"].is_boolean()) info.nvswitch = j["nvswitch"].get<bool>();
+  if (j.contains("ip") && j["ip"].is_string()) info.addresses.push_back(j["ip"].get<std::string>());
+  if (j.contains("addresses") && j["addresses"].is_array())
+    for (const auto& a : j["addresses"])
+      if (a.is_string()) info.addresses.push_back(a.get<std::string>());
   if (j.contains("local_rank_to_gpu_index") && j["local_rank_to_gpu_index"].is_object())
     for (const auto& [k, v] : j["local_rank_to_gpu_index"].items())
       if (v.is_number_integer()) info.local_rank_to_gpu[std::atoi(k.c_str())] = v.get<int>();

@@ -38,6 +38,8 @@ struct NodeInfo {
   std::map<int, int> local_rank_to_gpu;
   // node.json "nvswitches" (a count) or "nvswitch" (true/false); nullopt when not stated.
   std::optional<bool> nvswitch;
+  // node.json "ip" (a string) and/or "addresses" (a list): where peers' errors point.
+  std::vector<std::string> addresses;
 };
 
 struct Bundle {

@@ -244,3 +244,44 @@ TEST_CASE("a platform-dependent message is judged with the node's facts", "[corr
   REQUIRE(d.cause);
   CHECK(d.cause->rule_id == "fm.nv_warn_nothing_to_do");
 }
+
+TEST_CASE("the peer an error names is resolved to a node through the nodes' addresses", "[correlator][peer]") {
+  auto refused = [](const std::string& node, const std::string& peer) {
+    Symptom s = sym("nccl.socket_connect_failed", node, SubDomain::kNetwork, Role::kCascade, 5);
+    s.fallback_root = true;
+    s.fields["peer"] = peer;
+    return s;
+  };
+  CorrelatorOptions o;
+  o.node_facts["n2"].addresses = {"10.148.3.247"};
+  o.node_facts["n3"].addresses = {"10.148.3.248"};
+  auto d = correlate(job("FAILED"), {refused("n1", "10.148.3.247<56821>"), refused("n4", "10.148.3.247:56821")},
+                     nullptr, o);
+  CHECK(d.sub_domain == SubDomain::kNetwork);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  // Unknown addresses, or no addresses at all: no node is named.
+  CHECK(nodesOf(correlate(job("FAILED"), {refused("n1", "10.9.9.9")}, nullptr, o)).empty());
+  CHECK(nodesOf(correlate(job("FAILED"), {refused("n1", "10.148.3.247")}, nullptr)).empty());
+  // A real root elsewhere still wins over the peer reading.
+  auto x = sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 4, Severity::kCritical);
+  d = correlate(job("FAILED"), {refused("n1", "10.148.3.247"), x}, nullptr, o);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n3"});
+}
+
+TEST_CASE("Fabric Manager giving up on a node without NVSwitch is no fault either", "[correlator][node_facts]") {
+  Symptom warn = sym("fm.nv_warn_nothing_to_do", "n1", SubDomain::kSystemSoftware, Role::kRoot, 5);
+  warn.fields["requires_node_fact"] = "nvswitch";
+  warn.category = "fabric_manager";
+  Symptom failed = sym("fm.service_failed", "n1", SubDomain::kSystemSoftware, Role::kRoot, 6);
+  failed.category = "fabric_manager";
+  auto app = sym("python.exception", "n2", SubDomain::kApplication, Role::kRoot, 30);
+  CorrelatorOptions pcie;
+  pcie.node_facts["n1"].nvswitch = false;
+  auto d = correlate(job("FAILED"), {warn, failed, app}, nullptr, pcie);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "python.exception");
+  // Without facts the service failure stays a root, as before.
+  d = correlate(job("FAILED"), {warn, failed, app}, nullptr);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "fm.service_failed");
+}
