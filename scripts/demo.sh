@@ -8,6 +8,10 @@ echo "== faultline attribute on every bundle in samples/ (expected verdicts from
 echo
 python3 scripts/check-samples.py "$FAULTLINE" samples || true
 echo
+echo "== the same on samples/real: logs posted in public threads, causes established there (see each README.md)"
+echo
+python3 scripts/check-samples.py "$FAULTLINE" samples/real || true
+echo
 echo "== one full report: samples/cascade64-xid79 (64 nodes, hundreds of NCCL errors, one Xid 79)"
 echo
 "$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | head -40

@@ -18,16 +18,28 @@ TEST_CASE("every sample bundle gets its expected verdict", "[samples]") {
   auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
   REQUIRE(loaded.rules);
   common::RuleEngine engine(loaded.rules);
-  std::vector<fs::path> samples;
+  std::vector<fs::path> samples, real;
   for (const auto& e : fs::directory_iterator(FAULTLINE_SOURCE_DIR "/samples"))
     if (fs::exists(e.path() / "expected.json")) samples.push_back(e.path());
+  // samples/real: whole excerpts of logs posted in public threads whose cause the thread
+  // established; expected.json names the thread and quotes the sentence that decides it.
+  for (const auto& e : fs::directory_iterator(FAULTLINE_SOURCE_DIR "/samples/real"))
+    if (fs::exists(e.path() / "expected.json")) real.push_back(e.path());
   std::sort(samples.begin(), samples.end());
+  std::sort(real.begin(), real.end());
   REQUIRE(samples.size() >= 30);
+  REQUIRE(real.size() >= 25);
+  samples.insert(samples.end(), real.begin(), real.end());
   std::set<std::string> states, domains;
   for (const auto& dir : samples) {
-    SECTION(dir.filename().string()) {
+    SECTION(dir.parent_path().filename().string() + "/" + dir.filename().string()) {
       std::ifstream in(dir / "expected.json");
       auto exp = nlohmann::json::parse(in);
+      if (dir.parent_path().filename() == "real") {
+        CHECK(exp.value("source", "").rfind("https://", 0) == 0);
+        CHECK(!exp.value("quote", "").empty());
+        CHECK(fs::exists(dir / "README.md"));
+      }
       std::string error;
       auto d = offline::attributeBundle(dir.string(), engine, &error);
       INFO(error);
