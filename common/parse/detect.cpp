@@ -52,7 +52,9 @@ LogFormat classifyLine(std::string_view line) {
   size_t len = 0;
   if (rest.front() == '[') {
     if (parseBracketMonotonic(rest, &ns, &len)) return LogFormat::kDmesgRaw;
-    if (parseDmesgCtime(rest, &ns, &len)) return LogFormat::kDmesgCtime;
+    if (parseDmesgCtime(rest, &ns, &len) || parseDmesgHumanStamp(rest, 1970, &ns, &len) ||
+        parseDmesgDelta(rest, &ns, &len))
+      return LogFormat::kDmesgCtime;
     if (parseFabricManagerStamp(rest, &ns, &len)) return LogFormat::kFabricManager;
     return LogFormat::kApplication;
   }

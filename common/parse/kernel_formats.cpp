@@ -1,11 +1,13 @@
-// dmesg in its three time formats: raw "[ 1234.567890] msg", -T "[Fri Aug 30 11:43:09 2024] msg"
-// and --time-format iso "2025-01-21T04:41:44,283302+00:00 msg"; each optionally behind the
+// dmesg in its time formats: raw "[ 1234.567890] msg", -T "[Fri Aug 30 11:43:09 2024] msg",
+// -H "[May19 19:57] msg" then "[  +0.000127] msg" (read with -T: local wall time), and
+// --time-format iso "2025-01-21T04:41:44,283302+00:00 msg"; each optionally behind the
 // --decode "kern  :warn  : " prefix or a "<6>" raw priority.
 //
 // Joining: the kernel prints stack traces and register dumps as separate printk lines whose
 // message starts with whitespace ("[  12.3]  dump_stack+0x..."); those, and lines without any
 // stamp right after a record, are appended to the previous record so a rule sees the whole
 // trace under its header line.
+#include <optional>
 #include <utility>
 
 #include "common/parse/line_grammar.h"
@@ -62,10 +64,21 @@ class DmesgParser final : public LineParser {
       }
       case LogFormat::kDmesgCtime: {
         int64_t wall = 0;
-        if (parseDmesgCtime(rest, &wall, &stamp_len)) {
+        int64_t delta = 0;
+        if (parseDmesgCtime(rest, &wall, &stamp_len) ||
+            parseDmesgHumanStamp(rest, options_.default_year, &wall, &stamp_len)) {
           stamped = true;
+          human_wall_ = wall;
           rec.time_ns = localToUtc(wall);
           rec.time_known = true;
+        } else if (parseDmesgDelta(rest, &delta, &stamp_len)) {
+          // -H deltas count from the previous message; before any full stamp they place nothing.
+          stamped = true;
+          if (human_wall_) {
+            *human_wall_ += delta;
+            rec.time_ns = localToUtc(*human_wall_);
+            rec.time_known = true;
+          }
         }
         break;
       }
@@ -122,6 +135,7 @@ class DmesgParser final : public LineParser {
 
   LogFormat format_;
   Joiner joiner_;
+  std::optional<int64_t> human_wall_;  // dmesg -H: local wall time of the previous message
 };
 
 }  // namespace

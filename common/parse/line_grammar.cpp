@@ -140,6 +140,37 @@ bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length) {
   return true;
 }
 
+bool parseDmesgHumanStamp(std::string_view s, int year, int64_t* wall_ns, size_t* length) {
+  // util-linux prints strftime "%b%d %H:%M" in brackets: "[May19 19:57]".
+  if (s.size() < 13 || s[0] != '[' || s[6] != ' ' || s[9] != ':' || s[12] != ']') return false;
+  const int month = monthFromAbbrev(s.substr(1, 3));
+  const int day = readFixedDigits(s, 4, 2);
+  const int h = readFixedDigits(s, 7, 2);
+  const int m = readFixedDigits(s, 10, 2);
+  if (month == 0 || day < 1 || day > 31 || h < 0 || h > 23 || m < 0 || m > 59) return false;
+  *wall_ns = civilToNs(year, month, day, h, m, 0, 0);
+  *length = 13;
+  return true;
+}
+
+bool parseDmesgDelta(std::string_view s, int64_t* delta_ns, size_t* length) {
+  // "[%+5ld.%06ld]": "[  +0.000127]", "[ +12.500000]".
+  if (s.size() < 11 || s[0] != '[') return false;
+  size_t i = 1;
+  while (i < s.size() && s[i] == ' ') ++i;
+  if (i >= s.size() || (s[i] != '+' && s[i] != '-')) return false;
+  const bool negative = s[i] == '-';
+  ++i;
+  uint64_t secs = 0;
+  if (!readUint(s, &i, &secs) || secs > 100'000'000 || i + 8 > s.size() || s[i] != '.') return false;
+  const int usec = readFixedDigits(s, i + 1, 6);
+  if (usec < 0 || s[i + 7] != ']') return false;
+  const int64_t v = static_cast<int64_t>(secs) * kNsPerSec + int64_t{usec} * 1000;
+  *delta_ns = negative ? -v : v;
+  *length = i + 8;
+  return true;
+}
+
 bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* length) {
   // Fabric Manager releases write "[May 16 2025 15:10:21]"; some docs show a weekday first.
   if (s.size() >= 22 && s[0] == '[' && s[4] == ' ' && s[7] == ' ' && s[12] == ' ' && s[21] == ']') {

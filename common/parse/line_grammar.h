@@ -22,6 +22,11 @@ bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length)
 // dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);
 
+// dmesg -H / --reltime (util-linux): "[May19 19:57]" opens a minute (no year: the caller's
+// default year), "[  +0.000127]" is the time since the previous message.
+bool parseDmesgHumanStamp(std::string_view s, int year, int64_t* wall_ns, size_t* length);
+bool parseDmesgDelta(std::string_view s, int64_t* delta_ns, size_t* length);
+
 // Fabric Manager "[Mon Jan 01 2024 00:00:00]": wall time read as if UTC.
 bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* length);
 

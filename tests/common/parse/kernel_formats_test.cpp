@@ -87,6 +87,29 @@ TEST_CASE("dmesg -T: node-local ctime converted with utc_offset_sec") {
   CHECK(r.records[1].time_ns == (1722646923LL - 7200) * kSec);
 }
 
+TEST_CASE("dmesg -H: minute headers and deltas, local time, detected as dmesg -T") {
+  const std::string input =
+      "[  +0.000100] before any header: no time\n"
+      "[May19 19:57] CMCI storm detected: switching to poll mode\n"
+      "[  +0.000127] mce: [Hardware Error]: Machine check events logged\n"
+      "[  +1.500000] EDAC skx MC3: HANDLING MCE MEMORY ERROR\n"
+      "[May20 00:01] next day\n";
+  CHECK(detectFormat(input) == LogFormat::kDmesgCtime);
+  ParseOptions o;
+  o.default_year = 2022;
+  o.utc_offset_sec = -7 * 3600;
+  auto r = parseAll(LogFormat::kDmesgCtime, input, o);
+  REQUIRE(r.records.size() == 5);
+  CHECK_FALSE(r.records[0].time_known);
+  // 2022-05-19T19:57:00-07:00 = 2022-05-20T02:57:00Z = 1653015420
+  CHECK(r.records[1].time_ns == 1653015420LL * kSec);
+  CHECK(r.records[1].text == "CMCI storm detected: switching to poll mode");
+  CHECK(r.records[2].time_ns == 1653015420LL * kSec + 127000);
+  CHECK(r.records[3].time_ns == 1653015420LL * kSec + 127000 + 1500000000);
+  CHECK(r.records[4].time_ns == (1653015420LL + 4 * 3600 + 4 * 60) * kSec);  // 00:01 local = 07:01Z
+  CHECK(r.report.local_stamps == 4);
+}
+
 TEST_CASE("dmesg --time-format iso with and without --decode") {
   auto r = parseAll(LogFormat::kDmesgIso,
                     "2025-01-21T04:41:44,283302+00:00 NVRM: GPU at PCI:0000:3b:00: GPU-1234\n"
