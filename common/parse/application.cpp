@@ -342,6 +342,7 @@ class ApplicationParser final : public LineParser {
           rec->time_ns = iso.has_zone ? iso.ns : localToUtc(iso.ns);
           rec->time_known = true;
           size_t n = iso.length + 2;
+          if (n < t->size() && (*t)[n] == ':') ++n;  // talosctl "[<stamp>]: "
           if (n < t->size() && (*t)[n] == ' ') ++n;
           t->remove_prefix(n);
           return true;

@@ -119,6 +119,28 @@ bool hostTag(std::string_view* s, const std::vector<std::string>& known_hosts, L
   return true;
 }
 
+// talosctl dmesg / logs: "kern: warning: " (facility, right-aligned level) before the stamp.
+bool facilityLevelTag(std::string_view* s) {
+  static constexpr std::string_view kFacilities[] = {"kern", "user", "daemon", "auth", "syslog", "local0",
+                                                     "local1", "local2", "local3", "local4", "local5",
+                                                     "local6", "local7"};
+  static constexpr std::string_view kLevels[] = {"emerg", "alert", "crit", "err", "warning", "warn",
+                                                 "notice", "info", "debug"};
+  const size_t colon = s->find(':');
+  if (colon == std::string_view::npos || colon > 8) return false;
+  if (std::find(std::begin(kFacilities), std::end(kFacilities), s->substr(0, colon)) == std::end(kFacilities))
+    return false;
+  size_t i = colon + 1;
+  while (i < s->size() && (*s)[i] == ' ') ++i;
+  const size_t level_end = s->find(':', i);
+  if (level_end == std::string_view::npos || i == colon + 1) return false;
+  if (std::find(std::begin(kLevels), std::end(kLevels), s->substr(i, level_end - i)) == std::end(kLevels))
+    return false;
+  s->remove_prefix(level_end + 1);
+  eatOneSpace(s);
+  return true;
+}
+
 // docker compose: "trainer-1  | " (the service name padded to the widest one).
 bool composeTag(std::string_view* s) {
   const size_t limit = std::min<size_t>(s->size(), 80);
@@ -142,7 +164,7 @@ bool stripLauncherPrefix(std::string_view* s, const std::vector<std::string>& kn
     case '(':
       return rayTag(s, out);
     default:
-      return hostTag(s, known_hosts, out) || composeTag(s);
+      return facilityLevelTag(s) || hostTag(s, known_hosts, out) || composeTag(s);
   }
 }
 

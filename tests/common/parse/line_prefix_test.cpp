@@ -79,6 +79,15 @@ TEST_CASE("launcher prefixes are removed, keeping the rank or host they name", "
     INFO(line);
     CHECK_FALSE(strip(line).stripped);
   }
+  s = strip("kern: warning: [2026-04-22T21:26:20.599488292Z]: NVRM: Xid");
+  CHECK(s.rest == "[2026-04-22T21:26:20.599488292Z]: NVRM: Xid");
+  CHECK(strip("kern:     err: x").rest == "x");
+  auto talos = parseApplication("192.168.11.119: kern: warning: [2026-04-22T21:26:20.599488292Z]: NVRM: Xid "
+                                "(PCI:0000:48:00): 74, pid=1, name=python, NVLink: fatal error\n");
+  REQUIRE(talos.size() == 1);
+  CHECK(talos[0].time_known);
+  CHECK(talos[0].host == "192.168.11.119");
+  CHECK(talos[0].text.rfind("NVRM: Xid", 0) == 0);
   std::string_view cri = "stderr F RuntimeError: boom";
   CHECK(stripAfterStamp(&cri));
   CHECK(cri == "RuntimeError: boom");
