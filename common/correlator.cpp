@@ -367,10 +367,22 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     // naming the first reporter would be a guess. The peer those errors name is not, when its
     // address is known to be one of the job's nodes.
     std::set<std::string> peers = peerNodes(anchor, same, o);
+    // Evidence from one node only (or a one-node job): that node is known even if the kind of
+    // evidence is cascade-like — unless the evidence itself points elsewhere (a peer it names) or
+    // reaches the node only through a rank-to-node mapping of a job-wide log.
+    std::set<std::string> evidence_nodes;
+    for (const auto& it : items)
+      if (!it.s.node.empty() && it.eff != Role::kContext) evidence_nodes.insert(it.s.node);
+    const bool local = anchor->s.field("peer").empty() && anchor->s.source_kind != SourceKind::kApplication;
+    const bool one_node = job.nodes.size() == 1 || (local && evidence_nodes.size() == 1 && suspect_nodes.size() == 1);
     if (!peers.empty() && peers.size() <= 2) {
       for (const auto& n : peers) d.responsible.push_back({n, "", 0.5});
       d.explanation = fmt::format("No root symptom was found; {} on {} node(s) names the peer {} as the far end.",
                                   anchor->s.symptom, suspect_nodes.size(), joinNodes(d.responsible));
+    } else if (one_node && !anchor->s.node.empty()) {
+      d.responsible.push_back({anchor->s.node, anchor->s.device, 0.4});
+      d.explanation = fmt::format("No root symptom was found; {} is the most specific evidence and all of it is on {}.",
+                                  anchor->s.summary.empty() ? anchor->s.symptom : anchor->s.summary, anchor->s.node);
     } else {
       d.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node.",
                                   anchor->s.symptom, suspect_nodes.size(), subDomainName(anchor->s.sub_domain));

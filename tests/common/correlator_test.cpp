@@ -285,3 +285,28 @@ TEST_CASE("Fabric Manager giving up on a node without NVSwitch is no fault eithe
   REQUIRE(d.cause);
   CHECK(d.cause->rule_id == "fm.service_failed");
 }
+
+TEST_CASE("cascade-only evidence all from one node's own logs blames that node, with low confidence",
+          "[correlator][one_node]") {
+  // A GSP heartbeat timeout line (cascade, fallback) in one node's kernel log and nothing else.
+  Symptom gsp = sym("nvrm.gsp_heartbeat_timeout", "n2", SubDomain::kSystemSoftware, Role::kCascade, 5);
+  gsp.fallback_root = true;
+  auto d = correlate(job("FAILED"), {gsp}, nullptr);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  REQUIRE(d.responsible.size() == 1);
+  CHECK(d.responsible[0].confidence < 0.5);
+  // The same from a rank log (placed through the rank layout) or naming a peer: not the reporter.
+  Symptom rank = gsp;
+  rank.source_kind = SourceKind::kApplication;
+  CHECK(nodesOf(correlate(job("FAILED"), {rank}, nullptr)).empty());
+  Symptom peer = gsp;
+  peer.fields["peer"] = "10.0.0.9";
+  CHECK(nodesOf(correlate(job("FAILED"), {peer}, nullptr)).empty());
+  // Evidence on two nodes: no node is named.
+  Symptom other = gsp;
+  other.node = "n3";
+  CHECK(nodesOf(correlate(job("FAILED"), {gsp, other}, nullptr)).empty());
+  // A one-node job: its node, whatever the evidence's source.
+  rank.node = "n1";
+  CHECK(nodesOf(correlate(job("FAILED", 1), {rank}, nullptr)) == std::vector<std::string>{"n1"});
+}
