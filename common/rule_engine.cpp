@@ -103,8 +103,10 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
     std::vector<re2::StringPiece> groups(n + 1);
     if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n + 1)) continue;
     captures->clear();
-    for (const auto& [name, gi] : re.NamedCapturingGroups())
-      if (groups[gi].data() != nullptr) (*captures)[name] = std::string(groups[gi].data(), groups[gi].size());
+    // By index, not by NamedCapturingGroups(): a name may recur in several alternatives of one
+    // pattern, and that map knows only its first group. The participating group gives the value.
+    for (const auto& [gi, name] : re.CapturingGroupNames())
+      if (groups[gi].data() != nullptr) captures->emplace(name, std::string(groups[gi].data(), groups[gi].size()));
     return &r;
   }
   return nullptr;

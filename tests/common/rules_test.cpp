@@ -182,3 +182,35 @@ rules:
   CHECK(a->node == "n5");
   CHECK(a->field("rank") == "5");
 }
+
+TEST_CASE("a capture name used in several alternatives takes the value of the one that matched", "[rules]") {
+  const char* yaml = R"(pack: t
+rules:
+  - id: t.port
+    since: 0.1.0
+    symptom: port_down
+    sub_domain: network
+    category: infiniband
+    role: root
+    severity: error
+    prefilter: ['Link down', 'Port module event']
+    pattern: '(?:(?P<pci>[0-9a-f:.]+): Link down|(?P<pci>[0-9a-f:.]+): Port module event: module (?P<module>\d+))'
+    device: '{pci}'
+    summary: 'port down on {pci}'
+    meaning: m
+    action: a
+    examples: {match: ['0000:1f:00.0: Link down'], no_match: ['fine']}
+)";
+  auto loaded = loadRuleSet({{"x.yaml", yaml}}, "1.2.3");
+  REQUIRE(loaded.errors.empty());
+  RuleEngine engine(loaded.rules);
+  LogRecord rec;
+  for (const char* text : {"mlx5_core 0000:1f:00.0: Link down", "mlx5_core 0000:1f:00.0: Port module event: module 0"}) {
+    rec.text = text;
+    auto s = engine.extract(rec, {"n1", "dmesg", SourceKind::kKernel, {}});
+    INFO(text);
+    REQUIRE(s);
+    CHECK(s->device == "0000:1f:00.0");
+    CHECK(s->summary == "port down on 0000:1f:00.0");
+  }
+}
