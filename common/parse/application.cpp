@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/parse/line_grammar.h"
 #include "common/parse/line_parser.h"
 #include "common/parse/line_prefix.h"
 #include "common/parse/time_util.h"
@@ -337,6 +338,30 @@ class ApplicationParser final : public LineParser {
     if (c0 == '[') {
       const std::string_view inner = t->substr(1);
       if (!inner.empty() && isDigit(inner.front())) {
+        // UCX and other loggers: "[1678901234.123456] " seconds since the epoch (UTC).
+        int64_t epoch = 0;
+        size_t epoch_len = 0;
+        if (parseBracketMonotonic(*t, &epoch, &epoch_len) && epoch >= kEpochStampNs) {
+          rec->time_ns = epoch;
+          rec->time_known = true;
+          size_t n = epoch_len;
+          if (n < t->size() && (*t)[n] == ' ') ++n;
+          t->remove_prefix(n);
+          // UCX follows with "[host:pid:tid]".
+          if (!t->empty() && t->front() == '[') {
+            const size_t close = t->find(']');
+            const std::string_view tag = t->substr(1, close == std::string_view::npos ? 0 : close - 1);
+            const size_t c1 = tag.find(':');
+            if (c1 != std::string_view::npos && c1 > 0 && tag.find(':', c1 + 1) != std::string_view::npos &&
+                tag.find(' ') == std::string_view::npos) {
+              rec->host.assign(tag.substr(0, c1));
+              n = close + 1;
+              while (n < t->size() && (*t)[n] == ' ') ++n;
+              t->remove_prefix(n);
+            }
+          }
+          return true;
+        }
         if (parseIsoTime(inner, /*allow_space=*/true, &iso) && iso.length < inner.size() &&
             inner[iso.length] == ']') {
           rec->time_ns = iso.has_zone ? iso.ns : localToUtc(iso.ns);

@@ -51,7 +51,9 @@ LogFormat classifyLine(std::string_view line) {
   int64_t ns = 0;
   size_t len = 0;
   if (rest.front() == '[') {
-    if (parseBracketMonotonic(rest, &ns, &len)) return LogFormat::kDmesgRaw;
+    // Seconds since boot; a value past 10^9 s (31 years of uptime) is an epoch stamp of a
+    // program's own log (UCX "[1678901234.123456] [host:pid:tid] ..."), not the kernel's.
+    if (parseBracketMonotonic(rest, &ns, &len)) return ns < kEpochStampNs ? LogFormat::kDmesgRaw : LogFormat::kApplication;
     if (parseDmesgCtime(rest, &ns, &len) || parseDmesgHumanStamp(rest, 1970, &ns, &len) ||
         parseDmesgDelta(rest, &ns, &len))
       return LogFormat::kDmesgCtime;

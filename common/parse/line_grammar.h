@@ -18,6 +18,8 @@ bool parseDecodePrefix(std::string_view line, DecodePrefix* out);
 
 // "[ 1234.567890]" at the start: seconds since boot. length covers through ']'.
 bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length);
+// A bracketed seconds value at or past this is an epoch time (UCX, glog-style loggers), not uptime.
+inline constexpr int64_t kEpochStampNs = 1'000'000'000LL * 1'000'000'000LL;
 
 // dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);

@@ -164,3 +164,19 @@ TEST_CASE("every rule example re-emitted under common launcher prefixes gives th
   }
   CHECK(checked > 100);
 }
+
+TEST_CASE("UCX's epoch-stamped lines are a program's log with time and host, not dmesg", "[prefix]") {
+  const std::string ucx =
+      "[1678901234.123456] [gpu-a07:40211:0]        ib_mlx5_log.c:171  UCX  ERROR Transport retry count exceeded "
+      "on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n";
+  CHECK(detectFormat(ucx) == LogFormat::kApplication);
+  auto recs = parseApplication(ucx);
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].time_known);
+  CHECK(recs[0].time_ns == 1678901234123456000LL);
+  CHECK(recs[0].host == "gpu-a07");
+  CHECK(recs[0].text.rfind("ib_mlx5_log.c:171  UCX  ERROR Transport retry count exceeded", 0) == 0);
+  // Real uptime stamps stay dmesg.
+  CHECK(detectFormat("[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n") ==
+        LogFormat::kDmesgRaw);
+}
