@@ -28,12 +28,7 @@ class FabricManagerParser final : public LineParser {
  private:
   void onLine(std::string_view raw) override {
     std::string_view line;
-    if (!textLine(raw, &line)) return;
-    line = trimRight(line);
-    if (line.empty()) {
-      skipLine(SkipKind::kOther, "");
-      return;
-    }
+    if (!contentLine(raw, &line)) return;
     int64_t wall = 0;
     size_t len = 0;
     if (!parseFabricManagerStamp(line, &wall, &len)) {

@@ -202,12 +202,7 @@ class IpmiSelParser final : public LineParser {
  private:
   void onLine(std::string_view raw) override {
     std::string_view line;
-    if (!textLine(raw, &line)) return;
-    line = trimRight(line);
-    if (line.empty()) {
-      skipLine(SkipKind::kOther, "");
-      return;
-    }
+    if (!contentLine(raw, &line)) return;
     IpmiSelLine sel;
     if (isIpmiSelHeader(line)) {  // FreeIPMI prints it once, before the records
       skipLine(SkipKind::kOther, "");

@@ -167,6 +167,16 @@ bool LineParser::textLine(std::string_view line, std::string_view* out) {
   return true;
 }
 
+bool LineParser::contentLine(std::string_view raw, std::string_view* out) {
+  if (!textLine(raw, out)) return false;
+  *out = trimRight(*out);
+  if (out->empty()) {
+    skipLine(SkipKind::kOther, "");
+    return false;
+  }
+  return true;
+}
+
 void Joiner::start(LogRecord&& record) {
   record_ = std::move(record);
   active_ = true;

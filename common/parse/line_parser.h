@@ -49,6 +49,9 @@ class LineParser : public StreamParser {
   // Applies checkText to a line. Returns false (and counts the line as binary) when it is not
   // text; otherwise *out is the line to parse (possibly repaired into scratch_).
   bool textLine(std::string_view line, std::string_view* out);
+  // textLine, trailing blanks trimmed; an empty line is counted as skipped. False when the line
+  // needs no more work.
+  bool contentLine(std::string_view raw, std::string_view* out);
 
   const ParseOptions& options() const { return options_; }
   // UTC of a node-local wall-clock stamp (counted in report_.local_stamps).

@@ -27,12 +27,7 @@ class SyslogParser final : public LineParser {
  private:
   void onLine(std::string_view raw) override {
     std::string_view line;
-    if (!textLine(raw, &line)) return;
-    line = trimRight(line);
-    if (line.empty()) {
-      skipLine(SkipKind::kOther, "");
-      return;
-    }
+    if (!contentLine(raw, &line)) return;
     int priority = -1;
     std::string_view rest = line;
     if (rest.size() > 3 && rest[0] == '<' && isDigit(rest[1])) {
