@@ -268,6 +268,15 @@ std::shared_ptr<const common::TimeZone> resolveTimeZone(const std::string& spec,
   return std::make_shared<const common::TimeZone>(std::move(*zone));
 }
 
+std::shared_ptr<const common::TimeZone> systemTimeZone(const std::string& path) {
+  auto bytes = slurp(path);
+  if (!bytes) return nullptr;
+  std::string error;
+  auto zone = common::TimeZone::fromTzif(*bytes, "system zone (" + path + ")", &error);
+  if (!zone) return nullptr;
+  return std::make_shared<const common::TimeZone>(std::move(*zone));
+}
+
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
                     const common::ParseOptions* parse_options, bool aggregate) {
   ScanResult result;

@@ -61,6 +61,10 @@ struct BundleOptions {
 std::shared_ptr<const common::TimeZone> resolveTimeZone(const std::string& spec, std::string* error,
                                                         const std::string& zoneinfo_dir = "/usr/share/zoneinfo");
 
+// This machine's zone (its /etc/localtime rules), for logs written where the CLI runs (the
+// epilog's job output); nullptr when the file is missing or unreadable.
+std::shared_ptr<const common::TimeZone> systemTimeZone(const std::string& path = "/etc/localtime");
+
 // Errors that make the bundle unusable (no job description) return nullopt and set *error.
 std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine,
                                  std::string* error, const BundleOptions& options = {});
