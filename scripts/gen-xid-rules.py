@@ -57,12 +57,13 @@ SINCE = "0.1.0"
 # Shared Xid line regex. Head: PCI id in any driver spelling ("PCI:0000:3b:00",
 # "0000:3b:00" on old drivers, 8-digit domain, optional ".0"), optional MIG "GPU-I:05".
 # Tail: optional pid (numeric or '<unknown>'), optional name, and an optional
-# "(caused by previous Xid N)" anywhere later on the line.
+# "(caused by previous Xid N)" anywhere later on the line (570+ drivers print it without the
+# parentheses: kernel_rc.c " caused by previous Xid %d").
 XID_HEAD = (r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
             r"(?:\.[0-7])?)(?: GPU-I:(?P<gpu_instance>[0-9A-Fa-f]+))?[^)]*\): ")
 XID_TAIL = (r"\b,?(?: pid=(?:'?<unknown>'?|(?P<pid>[0-9]+)),)?"
             r"(?: name=(?:'?<unknown>'?|(?P<name>[^,\n]*)),)?"
-            r"(?:[^\n]*?\(caused by previous Xid (?P<prev_xid>[0-9]+)\))?")
+            r"(?:[^\n]*?\(?caused by previous Xid (?P<prev_xid>[0-9]+)\)?)?")
 
 # Explicit decisions: xid -> dict(symptom, sub_domain, role, severity, category, meaning,
 # fallback_root, detail (example line tail)).
@@ -389,6 +390,9 @@ def examples_of(n, o):
         prev = 149 if n == 145 else 79
         ex.append(f"NVRM: Xid (PCI:0000:3b:00): {n}, pid=1234, name=python, Ch 00000010 "
                   f"(caused by previous Xid {prev})")
+        # 570+ (open-gpu-kernel-modules kernel_rc.c): no parentheses.
+        ex.append(f"NVRM: Xid (PCI:0000:dc:00): {n}, pid=1234, name=python, Ch 00000001 "
+                  f"caused by previous Xid {prev}")
     other = 45 if n == 43 else 43
     neighbour = n + 1 if n < 172 else n - 1
     no = [

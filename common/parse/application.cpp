@@ -394,9 +394,28 @@ class ApplicationParser final : public LineParser {
       rec->time_known = true;
       rec->priority = prio;
       t->remove_prefix(std::min(len + 1, t->size()));
+      stripGlogThreadAndSource(t);
       return true;
     }
     return false;
+  }
+
+  // The rest of glog's header after its stamp: "      1 health.go:186] " (thread id, file:line).
+  static void stripGlogThreadAndSource(std::string_view* t) {
+    size_t i = 0;
+    while (i < t->size() && (*t)[i] == ' ') ++i;
+    const size_t digits = i;
+    while (i < t->size() && isDigit((*t)[i])) ++i;
+    if (i == digits || i >= t->size() || (*t)[i] != ' ') return;
+    size_t close = t->find("] ", i + 1);
+    if (close == std::string_view::npos && !t->empty() && t->back() == ']') close = t->size() - 1;
+    if (close == std::string_view::npos || close > i + 80) return;
+    const std::string_view src = t->substr(i + 1, close - i - 1);
+    const size_t colon = src.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 == src.size() || src.find(' ') != std::string_view::npos) return;
+    for (char c : src.substr(colon + 1))
+      if (!isDigit(c)) return;
+    t->remove_prefix(std::min(close + 2, t->size()));
   }
 
   std::unordered_map<int, Pending> pending_;
