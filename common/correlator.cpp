@@ -217,7 +217,9 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
 
   const std::string& ts = d.terminal_state;
   bool attribute = ts != "success" && ts != "preempted";
-  if (ts == "cancelled" && fallback) attribute = false;
+  // A job stopped from outside (cancelled, or killed at its time limit) with cascade-type evidence
+  // only: that evidence is as likely the stop's echo or a hang's symptom as a cause.
+  if ((ts == "cancelled" || ts == "timeout") && fallback) attribute = false;
 
   if (!attribute || roots.empty()) {
     if (ts == "success" || ts == "preempted" || ts == "cancelled") {
@@ -226,7 +228,12 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
                       : ts == "preempted" ? "The scheduler preempted the job; no fault was involved."
                                           : "The job was cancelled and no fault preceded the cancel.";
     } else if (ts == "timeout") {
-      bool hang = std::any_of(items.begin(), items.end(), [](const Item& it) { return it.eff == Role::kCascade; });
+      // Collective timeouts before the limit mean a hang; what follows the kill at the limit
+      // (workers dying with -9, connections closing) is teardown.
+      const int64_t kill_ns = job.end_ns ? job.end_ns - o.clock_skew_ns : INT64_MAX;
+      bool hang = std::any_of(items.begin(), items.end(), [&](const Item& it) {
+        return it.eff == Role::kCascade && (!it.s.time_known || it.s.first_ns < kill_ns);
+      });
       d.sub_domain = hang ? SubDomain::kUnattributed : SubDomain::kNone;
       d.explanation = hang ? "The job hit its time limit after collective timeouts, but no root cause was found."
                            : "The job ran until its time limit without any fault evidence.";

@@ -310,3 +310,29 @@ TEST_CASE("cascade-only evidence all from one node's own logs blames that node, 
   rank.node = "n1";
   CHECK(nodesOf(correlate(job("FAILED", 1), {rank}, nullptr)) == std::vector<std::string>{"n1"});
 }
+
+TEST_CASE("a time-limit kill: cascade evidence after the kill is teardown, before it a hang, never a cause",
+          "[correlator][timeout]") {
+  JobInfo j = job("TIMEOUT");
+  auto at = [&](Symptom s, int64_t sec_before_end) {
+    s.first_ns = s.last_ns = j.end_ns - sec_before_end * kSec;
+    return s;
+  };
+  Symptom sigkill = sym("torchelastic.worker_sigkill", "n1", SubDomain::kApplication, Role::kCascade, 0);
+  sigkill.fallback_root = true;
+  Symptom watchdog = sym("nccl.watchdog_timeout", "n2", SubDomain::kApplication, Role::kCascade, 0);
+  watchdog.fallback_root = true;
+  // Workers killed with -9 right at the limit: the limit, nothing else.
+  auto d = correlate(j, {at(sigkill, 0)}, nullptr);
+  CHECK(d.terminal_state == "timeout");
+  CHECK(d.sub_domain == SubDomain::kNone);
+  CHECK_FALSE(d.cause);
+  // Collective timeouts an hour before the limit: a hang whose cause the logs do not show.
+  d = correlate(j, {at(watchdog, 3600), at(sigkill, 0)}, nullptr);
+  CHECK(d.sub_domain == SubDomain::kUnattributed);
+  CHECK_FALSE(d.cause);
+  // A real root before the limit still decides.
+  d = correlate(j, {at(watchdog, 3600), at(sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 0), 3700)},
+                nullptr);
+  CHECK(d.sub_domain == SubDomain::kHardware);
+}
