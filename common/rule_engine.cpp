@@ -137,6 +137,12 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
   s.boot_id = record.boot_id;
   s.fields = r->fields;
   for (auto& [k, v] : caps) s.fields[k] = v;
+  if (r->boot_settle_ns > 0 && record.monotonic_ns >= 0 && record.monotonic_ns < r->boot_settle_ns &&
+      s.role != Role::kContext) {
+    s.role = Role::kContext;
+    s.fallback_root = false;
+    s.fields["boot_settle"] = "within " + std::to_string(r->boot_settle_ns / 1'000'000'000) + " s of boot";
+  }
   if (record.rank >= 0 && !s.fields.count("rank")) s.fields["rank"] = std::to_string(record.rank);
   std::map<std::string, std::string> values = s.fields;
   values["host"] = record.host;

@@ -29,7 +29,7 @@ namespace {
 const std::set<std::string> kRuleKeys = {
     "id",       "since",    "deprecated", "symptom", "sub_domain", "category", "role",
     "severity", "priority", "fallback_root", "prefilter", "pattern", "sources", "device",
-    "node",     "summary",  "meaning",    "action",  "fields",     "nvidia",   "examples"};
+    "node",     "summary",  "meaning",    "action",  "fields",     "nvidia",   "examples", "boot_settle_s"};
 const std::set<std::string> kRequired = {"id",      "since",   "symptom", "sub_domain",
                                          "category", "role",   "severity", "prefilter",
                                          "pattern",  "summary", "meaning", "action", "examples"};
@@ -163,6 +163,11 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
     if (node["priority"].IsDefined()) rule.priority = node["priority"].as<int>();
     if (node["deprecated"].IsDefined()) rule.deprecated = node["deprecated"].as<bool>();
     if (node["fallback_root"].IsDefined()) rule.fallback_root = node["fallback_root"].as<bool>();
+    if (node["boot_settle_s"].IsDefined()) {
+      const int s = node["boot_settle_s"].as<int>();
+      if (s < 0 || s > 3600) problems.add(file, node["boot_settle_s"], "boot_settle_s must be 0..3600");
+      else rule.boot_settle_ns = int64_t{s} * 1'000'000'000;
+    }
   } catch (const YAML::Exception& e) {
     problems.add(file, node, fmt::format("rule '{}': {}", rule.id, e.msg));
   }

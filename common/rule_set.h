@@ -33,6 +33,9 @@ struct Rule {
   Severity severity = Severity::kError;
   int priority = 0;
   bool fallback_root = false;
+  // Records this soon after boot (by their own uptime stamp) are start-up noise for this rule
+  // (a port reporting "Link down" before its link trains): context, not a fault. 0: off.
+  int64_t boot_settle_ns = 0;
   std::vector<std::string> prefilters;  // any of these literals must occur
   std::string pattern;                  // after {{DEFINE}} expansion
   std::vector<SourceKind> sources;      // empty: every source

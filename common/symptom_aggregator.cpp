@@ -6,7 +6,8 @@
 namespace faultline::common {
 
 void SymptomAggregator::add(Symptom s) {
-  Key key{s.rule_id, s.node, s.device, s.boot_id, s.node.empty() ? s.field("rank") : std::string()};
+  Key key{s.rule_id, s.node, s.device, s.boot_id, s.node.empty() ? s.field("rank") : std::string(),
+          static_cast<int>(s.role)};
   auto it = open_.find(key);
   if (it == open_.end()) {
     open_.emplace(std::move(key), std::move(s));

@@ -28,7 +28,8 @@ class SymptomAggregator {
   size_t pending() const { return open_.size(); }
 
  private:
-  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+  // rule, node, device, boot, rank, role (a rule's start-up noise and its real faults stay apart)
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string, int>;
   int64_t window_ns_;
   std::map<Key, Symptom> open_;
   std::vector<Symptom> closed_;  // groups pushed out of the window by a later occurrence

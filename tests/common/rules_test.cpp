@@ -214,3 +214,45 @@ rules:
     CHECK(s->summary == "port down on 0000:1f:00.0");
   }
 }
+
+TEST_CASE("boot_settle_s: a link going down while the node boots is context, later a fault", "[rules]") {
+  const char* yaml = R"(pack: t
+rules:
+  - id: t.link
+    since: 0.1.0
+    symptom: link_down
+    sub_domain: network
+    category: infiniband
+    role: root
+    severity: error
+    boot_settle_s: 300
+    prefilter: 'Link down'
+    pattern: 'Link down'
+    summary: 'link down'
+    meaning: m
+    action: a
+    examples: {match: ['ens1: Link down'], no_match: ['ens1: Link up']}
+)";
+  auto loaded = loadRuleSet({{"x.yaml", yaml}}, "1.2.3");
+  REQUIRE(loaded.errors.empty());
+  RuleEngine engine(loaded.rules);
+  LogRecord rec;
+  rec.text = "mlx5_core 0000:3b:00.0 ens1f0np0: Link down";
+  rec.monotonic_ns = 12'345'678'000;  // [   12.345678]
+  auto s = engine.extract(rec, {"n1", "dmesg", SourceKind::kKernel, {}});
+  REQUIRE(s);
+  CHECK(s->role == Role::kContext);
+  CHECK(s->fields["boot_settle"] == "within 300 s of boot");
+  rec.monotonic_ns = 86'400'000'000'000;  // a day after boot
+  s = engine.extract(rec, {"n1", "dmesg", SourceKind::kKernel, {}});
+  REQUIRE(s);
+  CHECK(s->role == Role::kRoot);
+  rec.monotonic_ns = -1;  // no uptime stamp (dmesg -T, syslog): as the rule says
+  CHECK(engine.extract(rec, {"n1", "dmesg", SourceKind::kKernel, {}})->role == Role::kRoot);
+
+  std::string bad = yaml;
+  bad.replace(bad.find("boot_settle_s: 300"), 18, "boot_settle_s: -5");
+  auto errs = loadRuleSet({{"x.yaml", bad}}, "1.2.3").errors;
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("boot_settle_s") != std::string::npos);
+}
