@@ -299,7 +299,7 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
     popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : fileYear(file);
     // The job's output was written on this cluster: zone-less stamps are in its local time.
     popts.local_zone = offline::systemTimeZone();
-    popts.known_hosts = job.nodes;
+    popts.known_hosts = std::make_shared<const common::HostSet>(job.nodes.begin(), job.nodes.end());
     std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
     auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts);
     for (auto& s : scan.symptoms) s.source = source;

@@ -343,6 +343,8 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
                                fmt::format("timezone '{}': {}", b.job.timezone, err)});
   }
 
+  const auto job_hosts = std::make_shared<const common::HostSet>(b.job.nodes.begin(), b.job.nodes.end());
+
   // Node folders.
   std::vector<std::string> node_names;
   if (fs::is_directory(root / "nodes", ec))
@@ -372,7 +374,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       popts.boot_id = info.boot_id;
       popts.default_year = default_year;
       popts.local_zone = info.zone ? info.zone : job_zone;
-      popts.known_hosts = b.job.nodes;
+      popts.known_hosts = job_hosts;
       FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr};
       auto cov = scanOne(path, format, popts, scan, options.read_chunk, info.zone ? info.zone_source : job_zone_note);
       cov.node = node;
@@ -388,7 +390,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     common::ParseOptions popts;
     popts.default_year = default_year;
     popts.local_zone = job_zone;
-    popts.known_hosts = b.job.nodes;
+    popts.known_hosts = job_hosts;
     const common::JobInfo& job = b.job;
     FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
                   &agg, nullptr};

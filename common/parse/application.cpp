@@ -179,7 +179,7 @@ class ApplicationParser final : public LineParser {
       const int r = stripRankPrefixes(&t);
       if (r >= 0) rank = r;
       LinePrefix lp;
-      if (stripLauncherPrefix(&t, options_.known_hosts, &lp)) {
+      if (stripLauncherPrefix(&t, options_.known_hosts.get(), &lp)) {
         if (lp.rank >= 0) rank = lp.rank;
         if (!lp.host.empty()) prefix_host = lp.host;
       }

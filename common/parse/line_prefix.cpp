@@ -105,14 +105,14 @@ bool rayTag(std::string_view* s, LinePrefix* out) {
 }
 
 // pdsh / clush / DeepSpeed's pdsh runner: "HOST: " (or "HOST:" at the end of a line).
-bool hostTag(std::string_view* s, const std::vector<std::string>& known_hosts, LinePrefix* out) {
+bool hostTag(std::string_view* s, const HostSet* known_hosts, LinePrefix* out) {
   const size_t limit = std::min<size_t>(s->size(), 80);
   size_t i = 0;
   while (i < limit && (isAlnum((*s)[i]) || (*s)[i] == '-' || (*s)[i] == '.' || (*s)[i] == '_')) ++i;
   if (i == 0 || i >= s->size() || (*s)[i] != ':') return false;
   if (i + 1 < s->size() && (*s)[i + 1] != ' ') return false;
   const std::string_view host = s->substr(0, i);
-  const bool known = std::find(known_hosts.begin(), known_hosts.end(), host) != known_hosts.end();
+  const bool known = known_hosts && known_hosts->count(host) > 0;
   if (!known && !isHostShaped(host)) return false;
   out->host = host;
   s->remove_prefix(std::min(i + 2, s->size()));
@@ -156,7 +156,7 @@ bool composeTag(std::string_view* s) {
 
 }  // namespace
 
-bool stripLauncherPrefix(std::string_view* s, const std::vector<std::string>& known_hosts, LinePrefix* out) {
+bool stripLauncherPrefix(std::string_view* s, const HostSet* known_hosts, LinePrefix* out) {
   if (s->empty()) return false;
   switch (s->front()) {
     case '[':

@@ -9,9 +9,9 @@
 // match the message, so these are removed, keeping the rank or host they name. Pure functions, no allocation.
 #pragma once
 
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "common/parse/stream_parser.h"
 
 namespace faultline::common::parse {
 
@@ -20,11 +20,11 @@ struct LinePrefix {
   std::string_view host;  // host named by the prefix (a view into the line), "" when none
 };
 
-// Removes one launcher prefix from the start of *s. `known_hosts` (e.g. the job's nodes) lets a
+// Removes one launcher prefix from the start of *s. `known_hosts` (may be null; e.g. the job's nodes) lets a
 // "host: " prefix name any host; without it only host names of the usual shapes ("gpu-a01",
 // "node017", "worker-3", dotted names, IPv4 addresses) are taken. Returns false when *s starts
 // with none of the known prefixes.
-bool stripLauncherPrefix(std::string_view* s, const std::vector<std::string>& known_hosts, LinePrefix* out);
+bool stripLauncherPrefix(std::string_view* s, const HostSet* known_hosts, LinePrefix* out);
 
 // After a time stamp: the CRI log's "stdout F " / "stderr P " stream tag. Logging levels
 // ("- trainer - ERROR - ") stay in the text: rules may match on them, and a traceback under

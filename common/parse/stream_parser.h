@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "common/time_zone.h"
 
 namespace faultline::common {
+
+using HostSet = std::set<std::string, std::less<>>;
 
 struct ParseOptions {
   // UTC ns of the node's boot, for stamps relative to boot (dmesg raw, kmsg). When absent those
@@ -33,8 +36,9 @@ struct ParseOptions {
   int utc_offset_sec = 0;
   // The node's zone by its rules (daylight saving); when set it wins over utc_offset_sec.
   std::shared_ptr<const TimeZone> local_zone;
-  // Host names a line prefix may name (pdsh / clush "host: "), e.g. the job's nodes.
-  std::vector<std::string> known_hosts;
+  // Host names a line prefix may name (pdsh / clush "host: "), e.g. the job's nodes; shared, so
+  // the per-file copies of these options stay cheap for a job of thousands of nodes.
+  std::shared_ptr<const HostSet> known_hosts;
 
   // UTC ns of a local wall-clock time given as ns "read as if UTC".
   int64_t utcFromLocal(int64_t wall_ns) const {

@@ -28,7 +28,8 @@ struct Stripped {
 Stripped strip(std::string_view line, const std::vector<std::string>& hosts = {}) {
   LinePrefix p;
   Stripped out;
-  out.stripped = stripLauncherPrefix(&line, hosts, &p);
+  const HostSet set(hosts.begin(), hosts.end());
+  out.stripped = stripLauncherPrefix(&line, &set, &p);
   out.rest = std::string(line);
   out.rank = p.rank;
   out.host = std::string(p.host);
@@ -38,7 +39,7 @@ Stripped strip(std::string_view line, const std::vector<std::string>& hosts = {}
 std::vector<LogRecord> parseApplication(const std::string& text, std::vector<std::string> hosts = {}) {
   std::vector<LogRecord> out;
   ParseOptions o;
-  o.known_hosts = std::move(hosts);
+  o.known_hosts = std::make_shared<const HostSet>(hosts.begin(), hosts.end());
   auto p = makeStreamParser(LogFormat::kApplication, o, [&](LogRecord&& r) { out.push_back(std::move(r)); });
   p->feed(text);
   p->finish();
