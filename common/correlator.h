@@ -25,6 +25,18 @@ struct NodeFacts {
   // The node's network addresses (node.json "ip" / "addresses"), to resolve the peer an error
   // names ("Connect to 10.1.2.3<4567> failed") to a node.
   std::vector<std::string> addresses;
+  // GPUs in the node's inventory (node.json "gpus", the agent's nvidia-smi list); nullopt when
+  // unknown. A node of a job with fewer GPUs than its peers has lost one before the job started.
+  std::optional<int> gpu_count;
+};
+
+// A node's recent record in the fleet (live only: the aggregator fills it from stored verdicts;
+// `faultline attribute` stays log-only). It can raise the confidence of an otherwise weak
+// verdict that blames the node, and is then named in the explanation.
+struct NodeHistory {
+  int failures = 0;               // other failed jobs whose verdict named this node
+  int64_t window_ns = 0;          // over this long before the job's end
+  std::vector<std::string> jobs;  // some of those jobs' ids (evidence), newest first
 };
 
 struct CorrelatorOptions {
@@ -43,6 +55,10 @@ struct CorrelatorOptions {
   size_t systemic_threshold = 16;
   // Per node (by name); nodes not listed are unknown.
   std::map<std::string, NodeFacts> node_facts;
+  // Per node (by name), live only; empty offline.
+  std::map<std::string, NodeHistory> node_history;
+  // A node with at least this many recent failures is a repeat offender.
+  int repeat_offender_failures = 2;
 };
 
 // `rules` (may be null) supplies the recommended action of the cause's rule.

@@ -93,7 +93,8 @@ json toJson(const Diagnosis& d) {
                           {"first", timeJson(e.first_ns, e.time_known)},
                           {"last", timeJson(e.last_ns, e.time_known)},
                           {"summary", e.summary},
-                          {"evidence", e.evidence}});
+                          {"evidence", e.evidence},
+                          {"because", e.because}});
   }
   j["coverage"] = json::array();
   for (const auto& c : d.coverage) j["coverage"].push_back(toJson(c));
@@ -139,6 +140,7 @@ std::optional<Diagnosis> diagnosisFromJson(const json& j, std::string* error) {
         c.nodes = e.value("nodes", std::vector<std::string>{});
         c.summary = e.value("summary", "");
         c.evidence = e.value("evidence", "");
+        c.because = e.value("because", "");
         d.chain.push_back(std::move(c));
       }
     if (j.contains("coverage"))
@@ -191,6 +193,7 @@ std::string renderReport(const Diagnosis& d) {
       if (e.nodes.size() > 1) where = fmt::format("{} (+{} nodes)", e.node, e.nodes.size() - 1);
       add(fmt::format("  {:24} {:9} {:28} x{:<5} {:22} {}", e.time_known ? formatTimeNs(e.time_ns) : "-",
                       roleName(e.role), e.symptom, e.count, where, e.rule_id));
+      if (!e.because.empty()) add(fmt::format("  {:24} {}", "", e.because));
     }
   }
   if (!d.coverage.empty()) {

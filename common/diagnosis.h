@@ -54,6 +54,10 @@ struct ChainEntry {
   int64_t last_ns = 0;
   std::string evidence;
   std::string summary;
+  // Which piece of reasoning gave the entry its role: "[causality: ID]" for a relation of
+  // rules/causality, "[phase: NAME]" for the correlator's own steps, "[rule: ID]" when the
+  // extraction rule's role stood (docs/output-schema.md).
+  std::string because;
 };
 
 struct CoverageEntry {
