@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/correlator_phases.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
 
@@ -307,6 +308,14 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
       result.errors.push_back(fmt::format("{}:1: a rule pack must be a mapping", f.path));
       continue;
     }
+    if (doc["relations"]) {
+      try {
+        loadRelations(f.path, doc, set->relations, result.errors);
+      } catch (const YAML::Exception& e) {
+        result.errors.push_back(fmt::format("{}:{}: {}", f.path, e.mark.line + 1, e.msg));
+      }
+      continue;
+    }
     try {
       for (const auto& kv : doc) {
         auto key = kv.first.as<std::string>();
@@ -344,6 +353,13 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
       result.errors.push_back(fmt::format("{}:{}: duplicate rule id '{}' (first at {}:{})", r.file,
                                           r.line, r.id, it->second->file, it->second->line));
   }
+  std::map<std::string, const Relation*> relation_ids;
+  for (const auto& r : set->relations) {
+    auto [it, inserted] = relation_ids.emplace(r.id, &r);
+    if (!inserted)
+      result.errors.push_back(fmt::format("{}:{}: duplicate relation id '{}' (first at {}:{})", r.file, r.line,
+                                          r.id, it->second->file, it->second->line));
+  }
   if (!result.errors.empty()) return result;
   auto trimmed = base_version;
   while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.pop_back();
@@ -374,6 +390,7 @@ std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>&
             fmt::format("{}:{}: rule {}: no_match example matches: \"{}\"", r.file, r.line, r.id, ex));
     }
   }
+  for (auto& p : phases::checkRelationExamples(rules->relations)) problems.push_back(std::move(p));
   return problems;
 }
 

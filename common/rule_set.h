@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/causality.h"
 #include "common/log_record.h"
 #include "common/symptom.h"
 
@@ -55,6 +56,9 @@ struct Rule {
 
 struct RuleSet {
   std::vector<Rule> rules;  // in load order (sorted file path, then position in file)
+  // The causal knowledge of rules/causality (files whose top-level key is `relations`), in load
+  // order: the correlator applies them in this order.
+  std::vector<Relation> relations;
   std::string version;      // "<rules/VERSION>+<hash of contents>"
   const Rule* find(const std::string& id) const;
 };
@@ -76,8 +80,9 @@ struct RuleLoadResult {
 RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string& base_version);
 
 // Runs every rule's examples through a RuleEngine over the whole set: each `match` example must
-// be won by its own rule, each `no_match` example must not be matched by it. Returns problems as
-// "file:line: rule ID: why".
+// be won by its own rule, each `no_match` example must not be matched by it; and every causality
+// relation's examples through the correlator's phases. Returns problems as
+// "file:line: rule ID: why" / "file:line: relation ID: why".
 std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>& rules);
 
 // Reads rules/VERSION and every *.yaml/*.yml below the given directories (sorted by path).

@@ -1,0 +1,249 @@
+// Phases 6 and 7 (blame, history, chain) and the runner of causality examples.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "common/correlator_phases.h"
+
+namespace faultline::common::phases {
+
+namespace {
+
+std::string nameOf(const Symptom& s) { return s.summary.empty() ? s.symptom : s.summary; }
+
+std::string joinNodes(const std::vector<ResponsibleNode>& r) {
+  std::string out;
+  for (const auto& n : r) out += (out.empty() ? "" : ", ") + n.node;
+  return out;
+}
+
+// "10.1.2.3<4567>", "10.1.2.3:4567", "[fe80::1]:4567", "gpu-b17<40218>" -> the address or name.
+std::string peerAddress(std::string peer) {
+  peer = peer.substr(0, peer.find('<'));
+  if (!peer.empty() && peer.front() == '[') return peer.substr(1, peer.find(']') - 1);
+  if (std::count(peer.begin(), peer.end(), ':') == 1) peer = peer.substr(0, peer.find(':'));
+  while (!peer.empty() && std::strchr(",;.)", peer.back())) peer.pop_back();
+  return peer;
+}
+
+// Host names that spell their address ("ip-10-1-2-3" on EC2) name it too.
+std::string addressInHostName(const std::string& node) {
+  std::string s = node.substr(0, node.find('.'));
+  if (s.rfind("ip-", 0) != 0) return "";
+  s = s.substr(3);
+  std::replace(s.begin(), s.end(), '-', '.');
+  return std::count(s.begin(), s.end(), '.') == 3 ? s : "";
+}
+
+// The job's nodes that the peer-naming symptoms name as their far end: through node facts'
+// addresses, host names that spell an address, and the job's host names themselves.
+std::set<std::string> peerNodes(const std::vector<Item>& items, const std::vector<size_t>& which,
+                                const JobInfo& job, const CorrelatorOptions& o) {
+  std::map<std::string, std::string> node_of;
+  for (const auto& n : job.nodes) {
+    node_of[n] = n;
+    node_of[n.substr(0, n.find('.'))] = n;
+    if (auto a = addressInHostName(n); !a.empty()) node_of[a] = n;
+  }
+  for (const auto& [node, facts] : o.node_facts)
+    for (const auto& a : facts.addresses) node_of[a] = node;
+  std::set<std::string> out;
+  for (size_t i : which) {
+    const Item& it = items[i];
+    if (it.peer_field.empty()) continue;
+    std::string peer = peerAddress(it.s.field(it.peer_field));
+    auto f = node_of.find(peer);
+    if (f == node_of.end()) f = node_of.find(peer.substr(0, peer.find('.')));
+    if (f != node_of.end() && f->second != it.s.node) out.insert(f->second);
+  }
+  return out;
+}
+
+Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Scored& sc, const CorrelatorOptions& o) {
+  Blame b;
+  const Item& a = items[sc.anchor];
+  std::vector<size_t> which{sc.anchor};
+  which.insert(which.end(), sc.same.begin(), sc.same.end());
+  std::set<std::string> peers = peerNodes(items, which, job, o);
+  std::set<std::string> reporters, evidence_nodes;
+  for (size_t i : which)
+    if (!items[i].s.node.empty()) reporters.insert(items[i].s.node);
+  for (const auto& it : items)
+    if (!it.s.node.empty() && (it.eff == Role::kRoot || it.eff == Role::kCascade)) evidence_nodes.insert(it.s.node);
+  // Fault evidence (not the teardown of the kill) from one node only, or a one-node job, names
+  // that node, unless the evidence itself points elsewhere or reaches the node only through a
+  // rank-to-node mapping of a job-wide log.
+  const bool local = a.peer_field.empty() && a.s.source_kind != SourceKind::kApplication;
+  const bool one_node = job.nodes.size() == 1 || (local && evidence_nodes.size() == 1 && reporters.size() == 1);
+  if (!peers.empty() && peers.size() <= 2) {
+    for (const auto& n : peers) b.responsible.push_back({n, "", 0.5});
+    b.explanation = fmt::format("No root symptom was found; {} on {} node(s) names {} as the far end [causality: {}].",
+                                a.s.symptom, reporters.size(), joinNodes(b.responsible), a.peer_relation.empty() ? "peer" : a.peer_relation);
+    if (a.peer_relation.empty())
+      for (size_t i : which)
+        if (!items[i].peer_relation.empty()) {
+          b.explanation = fmt::format("No root symptom was found; {} on {} node(s) names {} as the far end [causality: {}].",
+                                      a.s.symptom, reporters.size(), joinNodes(b.responsible), items[i].peer_relation);
+          break;
+        }
+  } else if (one_node && !a.s.node.empty()) {
+    b.responsible.push_back({a.s.node, a.s.device, 0.4});
+    b.explanation = fmt::format("No root symptom was found; {} is the most specific evidence and all of it is on {} "
+                                "[phase: blame].", nameOf(a.s), a.s.node);
+  } else {
+    b.explanation = fmt::format("No root symptom was found; {} on {} node(s) points at the {} domain, not at a node "
+                                "[phase: blame].", a.s.symptom, reporters.size(), subDomainName(a.s.sub_domain));
+  }
+  return b;
+}
+
+Blame rootBlame(const std::vector<Item>& items, const Scored& sc, bool fallback) {
+  Blame b;
+  const Symptom& a = items[sc.anchor].s;
+  if (a.sub_domain == SubDomain::kApplication) {
+    // The rank that failed first is responsible; others failing the same way followed it.
+    if (!a.node.empty()) b.responsible.push_back({a.node, a.device, fallback ? 0.4 : 0.8});
+    b.explanation = fmt::format("The first failure was in the application on {}: {} [phase: blame].",
+                                a.node.empty() ? "an unknown node" : a.node, a.summary);
+    return b;
+  }
+  b.responsible.push_back({a.node, a.device, 0.9});
+  for (size_t r : sc.same) {
+    const Symptom& s = items[r].s;
+    auto has = [&](const ResponsibleNode& n) { return n.node == s.node; };
+    if (!s.node.empty() && std::none_of(b.responsible.begin(), b.responsible.end(), has))
+      b.responsible.push_back({s.node, s.device, 0.7});
+  }
+  b.explanation = fmt::format("{} on {} is the earliest root symptom; the rest of the chain follows from it [phase: blame].",
+                              nameOf(a), joinNodes(b.responsible));
+  return b;
+}
+
+}  // namespace
+
+Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates& c, const Scored& sc,
+            const Decision& d, const CorrelatorOptions& o) {
+  Blame b;
+  const Symptom& a = items[sc.anchor].s;
+  if (d.outcome == Outcome::kAmbiguous) {
+    std::set<std::string> seen{a.node};
+    b.responsible.push_back({a.node, a.device, 0.5});
+    for (size_t r : sc.competitors)
+      if (seen.insert(items[r].s.node).second) b.responsible.push_back({items[r].s.node, items[r].s.device, 0.5});
+  } else if (d.outcome == Outcome::kSystemic) {
+  } else if (d.job_wide) {
+    b.explanation = fmt::format("Every node of the job failed the same way: {}. That is the job's own error (its "
+                                "configuration, data or launch), not a node's [causality: {}].",
+                                nameOf(a), d.job_wide_relation);
+  } else if (c.fallback && a.sub_domain != SubDomain::kApplication) {
+    b = fallbackBlame(job, items, sc, o);
+  } else {
+    b = rootBlame(items, sc, c.fallback);
+  }
+  b.responsible.erase(std::remove_if(b.responsible.begin(), b.responsible.end(),
+                                     [](const ResponsibleNode& r) { return r.node.empty(); }),
+                      b.responsible.end());
+  return b;
+}
+
+void applyHistory(Blame& b, const CorrelatorOptions& o) {
+  for (auto& r : b.responsible) {
+    auto h = o.node_history.find(r.node);
+    if (h == o.node_history.end() || r.confidence >= 0.6 || h->second.failures < o.repeat_offender_failures) continue;
+    r.confidence = std::min(0.7, r.confidence + 0.2);
+    std::vector<std::string> jobs(h->second.jobs.begin(), h->second.jobs.begin() + std::min<size_t>(3, h->second.jobs.size()));
+    b.explanation += fmt::format(" {} is a repeat offender: named in {} other failed job(s) in the last {} day(s) ({}), "
+                                 "which raises the confidence [phase: history].",
+                                 r.node, h->second.failures, std::max<int64_t>(1, h->second.window_ns / 86'400'000'000'000),
+                                 fmt::join(jobs, ", "));
+  }
+}
+
+std::vector<ChainEntry> chain(const std::vector<Item>& items) {
+  std::map<std::pair<std::string, Role>, ChainEntry> groups;
+  std::map<std::pair<std::string, Role>, std::set<std::string>> nodes;
+  // items are in earlier() order: the first of a group is its earliest.
+  for (const Item& it : items) {
+    auto key = std::make_pair(it.s.rule_id, it.eff);
+    auto [g, inserted] = groups.try_emplace(key);
+    ChainEntry& e = g->second;
+    if (inserted) {
+      e = ChainEntry{it.s.first_ns, it.s.time_known, it.s.node, it.s.device, it.s.symptom, it.s.rule_id, it.eff,
+                     it.s.sub_domain, 0, {}, it.s.first_ns, it.s.last_ns,
+                     it.s.evidence.empty() ? "" : it.s.evidence.front(), it.s.summary, it.because};
+      if (e.because.empty()) e.because = fmt::format("{} as its rule says [rule: {}]", roleName(it.eff), it.s.rule_id);
+    }
+    e.count += it.s.count;
+    if (it.s.time_known) {
+      if (!e.time_known) {
+        e.time_known = true;
+        e.first_ns = it.s.first_ns;
+        e.last_ns = it.s.last_ns;
+      }
+      e.first_ns = std::min(e.first_ns, it.s.first_ns);
+      e.last_ns = std::max(e.last_ns, it.s.last_ns);
+    }
+    if (!it.s.node.empty()) nodes[key].insert(it.s.node);
+  }
+  std::vector<ChainEntry> out;
+  for (auto& [key, e] : groups) {
+    e.nodes.assign(nodes[key].begin(), nodes[key].end());
+    out.push_back(std::move(e));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ChainEntry& a, const ChainEntry& b) {
+    if (a.time_known != b.time_known) return a.time_known;
+    if (a.time_known && a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
+    if (a.role != b.role) return a.role < b.role;
+    return a.rule_id < b.rule_id;
+  });
+  return out;
+}
+
+std::map<std::string, std::string> runRelationExample(const Relation& relation, const RelationExample& ex) {
+  constexpr int64_t kBase = 1'700'000'000LL * 1'000'000'000;  // example times are offsets from here
+  JobInfo job;
+  job.job_id = "example";
+  job.state = "FAILED";
+  job.start_ns = kBase + ex.job_start_offset_ns;
+  job.end_ns = kBase + 3600LL * 1'000'000'000;
+  std::vector<Symptom> symptoms;
+  std::set<std::string> nodes(ex.job_nodes.begin(), ex.job_nodes.end());
+  for (const auto& e : ex.symptoms) {
+    Symptom s = e.symptom;
+    if (s.time_known) s.first_ns = s.last_ns = kBase + s.first_ns;
+    s.fields["example_name"] = e.name;
+    if (ex.job_nodes.empty() && !s.node.empty()) nodes.insert(s.node);
+    symptoms.push_back(std::move(s));
+  }
+  job.nodes.assign(nodes.begin(), nodes.end());
+  std::vector<Relation> one{relation};
+  auto items = scope(job, symptoms, one, CorrelatorOptions{});
+  applyRelations(items, one);
+  std::map<std::string, std::string> out;
+  for (const auto& e : ex.symptoms) out[e.name] = "dropped";
+  for (const auto& it : items) {
+    std::string effect = "none";
+    if (it.because.find(fmt::format("[causality: {}]", relation.id)) != std::string::npos ||
+        it.wrapper_relation == relation.id || it.peer_relation == relation.id || it.job_wide_relation == relation.id)
+      effect = relationEffectName(relation.effect);
+    out[it.s.field("example_name")] = effect;
+  }
+  return out;
+}
+
+std::vector<std::string> checkRelationExamples(const std::vector<Relation>& relations) {
+  std::vector<std::string> problems;
+  for (const auto& r : relations)
+    for (const auto& ex : r.examples) {
+      auto got = runRelationExample(r, ex);
+      for (const auto& [name, want] : ex.expect)
+        if (got[name] != want)
+          problems.push_back(fmt::format("{}:{}: relation {}: example symptom '{}' expected {}, got {}", r.file, ex.line,
+                                         r.id, name, want, got[name]));
+    }
+  return problems;
+}
+
+}  // namespace faultline::common::phases

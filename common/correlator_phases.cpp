@@ -1,0 +1,487 @@
+#include "common/correlator_phases.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace faultline::common::phases {
+
+namespace {
+
+std::string tag(std::string_view kind, std::string_view id) { return fmt::format("[{}: {}]", kind, id); }
+
+// The job's name for a node a log names ("gpu-a01.cluster" is gpu-a01); "" when not the job's.
+std::string jobNodeOf(const std::string& node, const JobInfo& job, const std::set<std::string>& job_nodes) {
+  if (job_nodes.empty() || job_nodes.count(node)) return node;
+  const std::string short_name = node.substr(0, node.find('.'));
+  for (const auto& n : job.nodes)
+    if (n == short_name || n.substr(0, n.find('.')) == short_name) return n;
+  return "";
+}
+
+bool inWindow(const Symptom& s, const JobInfo& job, const CorrelatorOptions& o, Role role) {
+  if (!s.time_known) return true;
+  if (job.start_ns != 0) {
+    int64_t pre = role == Role::kContext ? o.context_pre_start_ns : o.pre_start_ns;
+    if (s.last_ns < job.start_ns - pre) return false;
+  }
+  return job.end_ns == 0 || s.first_ns <= job.end_ns + o.post_end_ns;
+}
+
+// A message that is a fault only on nodes with NVSwitches (rule field `requires_node_fact`): a
+// root there, context on a node known to have none, and with nothing known fallback evidence.
+Role judgeByNvswitch(Item& it) {
+  Symptom& s = it.s;
+  if (!it.nvswitch) {
+    s.fields["node_fact"] = "nvswitch unknown";
+    s.fallback_root = true;
+    it.because = "NVSwitch presence unknown: fallback evidence only [phase: scope]";
+    return it.eff == Role::kRoot ? Role::kCascade : it.eff;
+  }
+  s.fields["node_fact"] = *it.nvswitch ? "node has NVSwitches" : "node has no NVSwitch";
+  if (!*it.nvswitch) it.because = "the node has no NVSwitch: no fault here [phase: scope]";
+  return *it.nvswitch ? it.eff : Role::kContext;
+}
+
+// The persists relation that keeps an early symptom in scope: the fault lasts until a reboot
+// (an `until` symptom or a new boot id on the node) and none came before the job start; and the
+// job shows it: the node has fault evidence of its own during the job (a node whose GPU was lost
+// long ago but that ran the job without complaint did not fail it).
+const Relation* persisting(const Item& it, const std::vector<Symptom>& all, const JobInfo& job,
+                           const std::vector<Relation>& relations) {
+  if (!it.s.time_known || job.start_ns == 0 || it.s.first_ns > job.start_ns) return nullptr;
+  bool shows = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
+    return u.node == it.s.node && (u.role == Role::kRoot || u.role == Role::kCascade) &&
+           (!u.time_known || u.first_ns >= job.start_ns);
+  });
+  if (!shows) return nullptr;
+  for (const auto& r : relations) {
+    if (r.effect != RelationEffect::kPersists || !matches(r.symptom, it.s, {it.eff, it.nvswitch})) continue;
+    bool ended = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
+      if (u.node != it.s.node || !u.time_known || u.first_ns <= it.s.first_ns || u.first_ns > job.start_ns)
+        return false;
+      bool new_boot = !u.boot_id.empty() && !it.s.boot_id.empty() && u.boot_id != it.s.boot_id;
+      return new_boot || matches(*r.until, u, {u.role, it.nvswitch});
+    });
+    if (!ended) return &r;
+  }
+  return nullptr;
+}
+
+// Nodes of the job whose GPU inventory holds fewer GPUs than most of its peers: a GPU lost before
+// the job started (it fell off the bus, or the driver did not bring it up).
+std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
+  std::map<std::string, int> count;
+  for (const auto& n : job.nodes)
+    if (auto f = o.node_facts.find(n); f != o.node_facts.end() && f->second.gpu_count) count[n] = *f->second.gpu_count;
+  std::vector<Item> out;
+  if (count.size() < 2) return out;
+  int most = 0;
+  for (const auto& [n, c] : count) most = std::max(most, c);
+  size_t with_most = std::count_if(count.begin(), count.end(), [&](const auto& kv) { return kv.second == most; });
+  if (with_most * 2 < count.size()) return out;  // no common configuration to compare with
+  for (const auto& [n, c] : count) {
+    if (c >= most) continue;
+    Item it;
+    Symptom& s = it.s;
+    s.rule_id = "inventory.gpu_missing";
+    s.symptom = "gpu_missing_from_inventory";
+    s.sub_domain = SubDomain::kHardware;
+    s.category = "gpu";
+    s.severity = Severity::kCritical;
+    s.node = n;
+    s.source = "inventory";
+    s.source_kind = SourceKind::kJournal;
+    s.time_known = job.start_ns != 0;
+    s.first_ns = s.last_ns = job.start_ns;
+    s.summary = fmt::format("{} of {} GPUs in the node's inventory", c, most);
+    s.evidence = {fmt::format("inventory of {}: {} GPUs; the job's other nodes have {}", n, c, most)};
+    s.fields = {{"gpus", std::to_string(c)}, {"expected_gpus", std::to_string(most)},
+                {"action", "Check the node for a GPU that fell off the bus or failed to initialise "
+                           "(nvidia-smi, dmesg for Xid 79/AER, lspci); drain it until repaired."}};
+    it.eff = Role::kRoot;
+    it.because = "the node had fewer GPUs than its peers when the job started [phase: scope]";
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool earlier(const Item& a, const Item& b) {
+  if (a.s.time_known != b.s.time_known) return a.s.time_known;
+  if (a.s.time_known && a.s.first_ns != b.s.first_ns) return a.s.first_ns < b.s.first_ns;
+  if (a.s.severity != b.s.severity) return a.s.severity > b.s.severity;
+  if (a.s.node != b.s.node) return a.s.node < b.s.node;
+  return a.s.rule_id < b.s.rule_id;
+}
+
+std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const std::vector<Relation>& relations,
+                        const CorrelatorOptions& o) {
+  const std::set<std::string> job_nodes(job.nodes.begin(), job.nodes.end());
+  // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
+  std::set<std::string> nvswitch_seen;
+  std::vector<Symptom> own;  // the job's nodes' (and node-less) symptoms
+  own.reserve(symptoms.size());
+  for (auto& s : symptoms) {
+    if (!s.node.empty()) {
+      s.node = jobNodeOf(s.node, job, job_nodes);
+      if (s.node.empty()) continue;
+    } else if (job.nodes.size() == 1) {
+      s.node = job.nodes.front();  // a one-node job owns node-less lines
+    }
+    if (s.category == "nvswitch" || s.rule_id.rfind("sxid.", 0) == 0) nvswitch_seen.insert(s.node);
+    own.push_back(std::move(s));
+  }
+  std::vector<Item> items;
+  for (const auto& s : own) {
+    Item it;
+    it.s = s;
+    it.eff = s.role;
+    if (nvswitch_seen.count(s.node)) it.nvswitch = true;
+    else if (auto f = o.node_facts.find(s.node); f != o.node_facts.end()) it.nvswitch = f->second.nvswitch;
+    if (s.field("requires_node_fact") == "nvswitch") it.eff = judgeByNvswitch(it);
+    if (!inWindow(it.s, job, o, it.eff)) {
+      const Relation* r = job.start_ns != 0 && it.s.last_ns < job.start_ns ? persisting(it, own, job, relations) : nullptr;
+      if (!r) continue;
+      it.because = fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
+    }
+    items.push_back(std::move(it));
+  }
+  for (auto& it : missingGpus(job, o)) items.push_back(std::move(it));
+  std::stable_sort(items.begin(), items.end(), earlier);
+  return items;
+}
+
+namespace {
+
+// Per relation with a cause side: the items that may be its cause (by their role before the pass;
+// re-checked with the current role when used).
+struct CauseIndex {
+  std::vector<size_t> all;
+  std::map<std::string, std::vector<size_t>> by_node;
+};
+
+std::vector<CauseIndex> indexCauses(const std::vector<Item>& items, const std::vector<Relation>& relations) {
+  std::vector<CauseIndex> out(relations.size());
+  for (size_t r = 0; r < relations.size(); ++r) {
+    if (!relations[r].cause) continue;
+    for (size_t j = 0; j < items.size(); ++j)
+      if (matches(*relations[r].cause, items[j].s, {items[j].eff, items[j].nvswitch})) {
+        out[r].all.push_back(j);
+        out[r].by_node[items[j].s.node].push_back(j);
+      }
+  }
+  return out;
+}
+
+std::optional<size_t> findCause(const std::vector<Item>& items, size_t i, const Relation& r, const CauseIndex& idx) {
+  const bool local = r.scope == RelationScope::kSameNode || r.scope == RelationScope::kSameDevice;
+  const std::vector<size_t>* list = &idx.all;
+  static const std::vector<size_t> kNone;
+  if (local) {
+    auto it = idx.by_node.find(items[i].s.node);
+    list = it == idx.by_node.end() ? &kNone : &it->second;
+  }
+  for (size_t j : *list)
+    if (j != i && causeFits(r, items[i].s, items[j].s, {items[j].eff, items[j].nvswitch}, j < i)) return j;
+  return std::nullopt;
+}
+
+// Applies one relation to one item; returns whether it changed or marked it.
+bool applyOne(std::vector<Item>& items, size_t i, const Relation& r, const CauseIndex& idx, bool& role_decided) {
+  Item& it = items[i];
+  switch (r.effect) {
+    case RelationEffect::kConsequence:
+    case RelationEffect::kContext: {
+      if (role_decided) return false;
+      std::optional<size_t> j;
+      if (r.cause && !(j = findCause(items, i, r, idx))) return false;
+      if (r.effect == RelationEffect::kContext) it.eff = Role::kContext;
+      else if (it.eff == Role::kRoot) it.eff = Role::kCascade;
+      it.because = j ? fmt::format("{} of {} on {} {}", relationEffectName(r.effect), items[*j].s.rule_id,
+                                   items[*j].s.node.empty() ? "an unknown node" : items[*j].s.node, tag("causality", r.id))
+                     : fmt::format("{} {}", relationEffectName(r.effect), tag("causality", r.id));
+      role_decided = true;
+      return true;
+    }
+    case RelationEffect::kWrapper: {
+      if (it.wrapper) return false;
+      it.wrapper = true;
+      it.plausible = r.plausible;
+      it.wrapper_relation = r.id;
+      if (it.eff == Role::kRoot) it.eff = Role::kCascade;
+      if (auto j = findCause(items, i, r, idx))
+        it.because = fmt::format("generic wrapper; the detail is {} on {} {}", items[*j].s.rule_id, items[*j].s.node,
+                                 tag("causality", r.id));
+      else if (it.because.empty())
+        it.because = fmt::format("generic wrapper, names no cause {}", tag("causality", r.id));
+      return true;
+    }
+    case RelationEffect::kPeer:
+      if (!it.peer_field.empty() || it.s.field(r.peer_field).empty()) return false;
+      it.peer_field = r.peer_field;
+      it.peer_relation = r.id;
+      return true;
+    case RelationEffect::kJobWide:
+      if (!it.job_wide_relation.empty()) return false;
+      it.job_wide_relation = r.id;
+      return true;
+    case RelationEffect::kPersists: return false;  // decided in scope
+  }
+  return false;
+}
+
+}  // namespace
+
+void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relations) {
+  const auto index = indexCauses(items, relations);
+  for (size_t i = 0; i < items.size(); ++i) {
+    bool role_decided = false;
+    for (size_t r = 0; r < relations.size(); ++r)
+      if (matches(relations[r].symptom, items[i].s, {items[i].eff, items[i].nvswitch}))
+        applyOne(items, i, relations[r], index[r], role_decided);
+  }
+}
+
+Candidates candidates(const std::vector<Item>& items) {
+  Candidates c;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].eff == Role::kRoot) c.roots.push_back(i);
+  if (!c.roots.empty()) return c;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    const bool active = it.eff == Role::kCascade || it.eff == Role::kTeardown;
+    if (active && it.wrapper && (it.s.fallback_root || it.s.sub_domain != SubDomain::kNone)) c.wrappers.push_back(i);
+    else if (active && it.s.fallback_root && it.s.sub_domain != SubDomain::kNone) c.roots.push_back(i);
+  }
+  c.fallback = !c.roots.empty();
+  if (c.fallback) c.wrappers.clear();
+  return c;
+}
+
+Scored score(const std::vector<Item>& items, const Candidates& c, const std::map<std::string, int>& priority,
+             const CorrelatorOptions& o) {
+  auto prio = [&](size_t i) {
+    auto it = priority.find(items[i].s.rule_id);
+    return it == priority.end() ? 0 : it->second;
+  };
+  Scored sc;
+  size_t anchor = c.roots.front();
+  if (c.fallback) {
+    for (size_t r : c.roots)
+      if (prio(r) > prio(anchor)) anchor = r;
+  } else {
+    // One incident is often reported several times on a node within a moment (Xid 79 and "GPU
+    // has fallen off the bus"; Xid 48 and CUDA's "uncorrectable ECC error"): the most specific
+    // report represents it, and a driver's report beats the application's echo of it.
+    const Symptom& first = items[anchor].s;
+    for (size_t r : c.roots) {
+      const Symptom& s = items[r].s;
+      if (&s == &first || s.node != first.node || !s.time_known || !first.time_known) continue;
+      if (s.first_ns > first.first_ns + o.clock_skew_ns) break;
+      const Symptom& a = items[anchor].s;
+      bool same_incident = s.symptom == a.symptom ||
+                           (a.source_kind == SourceKind::kApplication && s.source_kind != SourceKind::kApplication);
+      if (same_incident && prio(r) > prio(anchor)) anchor = r;
+    }
+  }
+  sc.anchor = anchor;
+  const Symptom& a = items[anchor].s;
+  for (size_t r : c.roots) {
+    if (r == anchor) continue;
+    const Symptom& s = items[r].s;
+    bool within = !a.time_known || !s.time_known || s.first_ns <= a.first_ns + o.causal_window_ns;
+    if (!within) sc.downstream.push_back(r);
+    else if (s.sub_domain == a.sub_domain) sc.same.push_back(r);
+    // Another node, another domain, within the window (or at an unknown time, which no window
+    // excludes): an independent root unless a relation made it a consequence before this phase.
+    else if (s.node != a.node && s.severity >= Severity::kError && !c.fallback) sc.competitors.push_back(r);
+    else sc.downstream.push_back(r);
+  }
+  return sc;
+}
+
+void markScored(std::vector<Item>& items, const Candidates& c, const Scored& sc) {
+  const Symptom& a = items[sc.anchor].s;
+  const std::string anchor_name = fmt::format("{} on {}", a.rule_id, a.node.empty() ? "an unknown node" : a.node);
+  for (size_t r : sc.downstream) {
+    Item& it = items[r];
+    it.eff = Role::kCascade;
+    bool late = a.time_known && it.s.time_known && it.s.node != a.node;
+    it.because = late || it.s.sub_domain == a.sub_domain
+                     ? fmt::format("later than the causal window of {} [phase: scoring]", anchor_name)
+                     : fmt::format("on the cause's node, in another domain: downstream of {} [phase: scoring]", anchor_name);
+  }
+  for (size_t r : sc.same)
+    if (items[r].because.empty()) items[r].because = fmt::format("a root in the same domain as {} [phase: scoring]", anchor_name);
+  for (size_t r : sc.competitors)
+    items[r].because = fmt::format("an independent root in another domain on another node [phase: decision]");
+  Item& anchor = items[sc.anchor];
+  if (c.fallback) {
+    anchor.eff = Role::kRoot;
+    anchor.because = "no root symptom anywhere: the most specific fallback evidence [phase: scoring]";
+  } else if (anchor.because.empty() || anchor.because.find("[causality:") == std::string::npos) {
+    anchor.because = "the earliest root symptom [phase: scoring]";
+  }
+}
+
+std::string_view outcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kAttributed: return "attributed";
+    case Outcome::kAmbiguous: return "ambiguous";
+    case Outcome::kSystemic: return "systemic";
+    case Outcome::kUnattributed: return "unattributed";
+    case Outcome::kNone: return "none";
+  }
+  return "none";
+}
+
+namespace {
+
+// No candidate (or none the job's end lets count): the terminal state speaks.
+Decision withoutCause(const std::string& ts, const JobInfo& job, const std::vector<Item>& items,
+                      const CorrelatorOptions& o) {
+  Decision d;
+  d.outcome = Outcome::kNone;
+  if (ts == "success" || ts == "preempted" || ts == "cancelled") {
+    d.explanation = ts == "success"     ? "The job completed; nothing failed."
+                    : ts == "preempted" ? "The scheduler preempted the job; no fault was involved."
+                                        : "The job was cancelled and no fault preceded the cancel.";
+  } else if (ts == "timeout") {
+    // Collective timeouts before the limit mean a hang; what follows the kill at the limit
+    // (workers dying with -9, connections closing) is teardown.
+    const int64_t kill_ns = job.end_ns ? job.end_ns - o.clock_skew_ns : INT64_MAX;
+    bool hang = std::any_of(items.begin(), items.end(), [&](const Item& it) {
+      return it.eff == Role::kCascade && (!it.s.time_known || it.s.first_ns < kill_ns);
+    });
+    d.outcome = hang ? Outcome::kUnattributed : Outcome::kNone;
+    d.sub_domain = hang ? SubDomain::kUnattributed : SubDomain::kNone;
+    d.explanation = hang ? "The job hit its time limit after collective timeouts, but no root cause was found."
+                         : "The job ran until its time limit without any fault evidence.";
+  } else if (ts == "node_fail") {
+    d.outcome = Outcome::kAttributed;
+    d.sub_domain = SubDomain::kInfrastructure;
+    d.explanation = "Slurm reports a node failure and the nodes' own logs hold no fault: node loss.";
+    d.action = "Check the node's BMC/SEL and console for power or kernel problems.";
+  } else if (ts == "out_of_memory") {
+    d.outcome = Outcome::kAttributed;
+    d.sub_domain = SubDomain::kApplication;
+    d.explanation = "Slurm reports the job exceeded its memory allocation.";
+    d.action = "Raise the job's memory request or reduce host memory use (data loaders, pinned buffers).";
+  } else {
+    d.outcome = Outcome::kUnattributed;
+    d.sub_domain = SubDomain::kUnattributed;
+    d.explanation = "The job failed but its logs hold no evidence that decides the cause.";
+    d.action = "Collect the rank logs and each node's kernel log and journal for the job's window.";
+  }
+  return d;
+}
+
+// Only generic wrappers: they say the job failed, not why.
+Decision wrappersOnly(const std::vector<Item>& items, const Candidates& c) {
+  Decision d;
+  d.outcome = Outcome::kUnattributed;
+  d.sub_domain = SubDomain::kUnattributed;
+  std::set<std::string> nodes, symptoms, relations;
+  std::set<SubDomain> plausible;
+  for (size_t i : c.wrappers) {
+    if (!items[i].s.node.empty()) nodes.insert(items[i].s.node);
+    symptoms.insert(items[i].s.symptom);
+    relations.insert(items[i].wrapper_relation);
+    plausible.insert(items[i].plausible.begin(), items[i].plausible.end());
+  }
+  std::vector<std::string> domains;
+  for (auto p : plausible) domains.emplace_back(subDomainName(p));
+  d.explanation = fmt::format(
+      "The job failed with {} on {} node(s): generic wrapper errors that name no cause, and nothing beside them "
+      "says which (plausibly {}) [causality: {}].",
+      fmt::join(symptoms, ", "), nodes.size(), fmt::join(domains, ", "), fmt::join(relations, ", "));
+  d.action = "Rerun with NCCL_DEBUG=WARN (or INFO) and collect every rank's output and each node's kernel log: "
+             "the WARN line before the wrapper names the failing call.";
+  return d;
+}
+
+std::vector<int> parseRanks(const std::string& list) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t end = list.find(',', pos);
+    std::string part = list.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? list.size() : end + 1;
+    int a = 0, b = 0;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2 && b >= a && b - a < 100000)
+      for (int r = a; r <= b; ++r) out.push_back(r);
+    else if (std::sscanf(part.c_str(), "%d", &a) == 1)
+      out.push_back(a);
+  }
+  return out;
+}
+
+// The anchor's kind of error is the job's own: on every node of a multi-node job, or naming
+// ranks on several nodes, or reported by several ranks of a job-wide log no node is known for.
+bool jobWide(const std::vector<Item>& items, size_t anchor, const JobInfo& job) {
+  const Symptom& a = items[anchor].s;
+  std::set<std::string> nodes;
+  std::set<int> unplaced_ranks;
+  for (const auto& it : items) {
+    if (it.s.rule_id != a.rule_id) continue;
+    if (!it.s.node.empty()) nodes.insert(it.s.node);
+    else if (auto r = it.s.rank()) unplaced_ranks.insert(*r);
+    for (int r : parseRanks(it.s.field("ranks")))
+      if (auto n = job.nodeOfRank(r); !n.empty()) nodes.insert(n);
+  }
+  if (job.nodes.size() > 1 && nodes.size() >= job.nodes.size()) return true;
+  return nodes.empty() && unplaced_ranks.size() > 1;
+}
+
+}  // namespace
+
+Decision decide(const JobInfo& job, const std::vector<Item>& items, const Candidates& c,
+                const std::optional<Scored>& sc, const CorrelatorOptions& o) {
+  const std::string ts = terminalStateOf(job.state);
+  if (ts == "success" || ts == "preempted") return withoutCause(ts, job, items, o);
+  if (!sc) {
+    bool stopped = ts == "cancelled" || ts == "timeout";
+    return !c.wrappers.empty() && !stopped && ts != "node_fail" ? wrappersOnly(items, c) : withoutCause(ts, job, items, o);
+  }
+  // A job stopped from outside with cascade-type evidence only: that evidence is as likely the
+  // stop's echo or a hang's symptom as a cause.
+  if ((ts == "cancelled" || ts == "timeout") && c.fallback) return withoutCause(ts, job, items, o);
+  const Symptom& a = items[sc->anchor].s;
+  Decision d;
+  if (!sc->competitors.empty()) {
+    d.outcome = Outcome::kAmbiguous;
+    d.sub_domain = SubDomain::kAmbiguous;
+    std::vector<std::string> v{fmt::format("{} on {} ({})", a.symptom, a.node, subDomainName(a.sub_domain))};
+    std::set<std::string> seen{a.node};
+    for (size_t r : sc->competitors)
+      if (seen.insert(items[r].s.node).second)
+        v.push_back(fmt::format("{} on {} ({})", items[r].s.symptom, items[r].s.node, subDomainName(items[r].s.sub_domain)));
+    d.explanation = fmt::format("{} independent root causes in different domains within {} s, and no causality relation "
+                                "links them: {} [phase: decision].",
+                                v.size(), o.causal_window_ns / 1000000000, fmt::join(v, "; "));
+    return d;
+  }
+  d.outcome = Outcome::kAttributed;
+  d.sub_domain = a.sub_domain;
+  if (!items[sc->anchor].job_wide_relation.empty() && jobWide(items, sc->anchor, job)) {
+    d.job_wide = true;
+    d.job_wide_relation = items[sc->anchor].job_wide_relation;
+    return d;
+  }
+  std::set<std::string> suspects;
+  if (!a.node.empty()) suspects.insert(a.node);
+  for (size_t r : sc->same)
+    if (!items[r].s.node.empty()) suspects.insert(items[r].s.node);
+  if (a.sub_domain != SubDomain::kApplication && suspects.size() > o.systemic_threshold) {
+    d.outcome = Outcome::kSystemic;
+    d.explanation = fmt::format("{} nodes show {} root symptoms at once: a systemic problem, not one node [phase: decision].",
+                                suspects.size(), subDomainName(a.sub_domain));
+  }
+  return d;
+}
+
+}  // namespace faultline::common::phases
