@@ -182,35 +182,8 @@ struct Loader {
     return ex;
   }
 
-  void relation(const YAML::Node& n, std::vector<Relation>& out) {
-    if (!n.IsMap()) {
-      add(n, "a relation must be a mapping");
-      return;
-    }
-    const size_t before = problems.size();
-    Relation r;
-    r.file = file;
-    r.line = n.Mark().line + 1;
-    for (const auto& kv : n) {
-      auto key = kv.first.as<std::string>();
-      if (!kRelationKeys.count(key)) add(kv.first, fmt::format("unknown key '{}'", key));
-    }
-    for (const char* k : {"id", "since", "reason", "effect", "symptom", "examples"})
-      if (!n[k]) add(n, fmt::format("missing '{}'", k));
-    if (problems.size() > before) return;
-    r.id = n["id"].as<std::string>();
-    r.since = n["since"].as<std::string>();
-    r.reason = n["reason"].as<std::string>();
-    static const std::map<std::string, RelationEffect> kEffect = {
-        {"consequence", RelationEffect::kConsequence}, {"context", RelationEffect::kContext},
-        {"wrapper", RelationEffect::kWrapper},         {"peer", RelationEffect::kPeer},
-        {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists}};
-    auto effect = n["effect"].as<std::string>();
-    if (auto it = kEffect.find(effect); it != kEffect.end()) r.effect = it->second;
-    else add(n["effect"], fmt::format("unknown effect '{}'", effect));
-    r.symptom = matcher(n["symptom"]);
-    if (n["cause"]) r.cause = matcher(n["cause"]);
-    if (n["until"]) r.until = matcher(n["until"]);
+  // Where and when a cause counts: scope, window, same fields, domain.
+  void shape(const YAML::Node& n, Relation& r) {
     if (n["scope"]) {
       static const std::map<std::string, RelationScope> kScope = {{"same_device", RelationScope::kSameDevice},
                                                                  {"same_node", RelationScope::kSameNode},
@@ -240,6 +213,38 @@ struct Loader {
       if (r.cause_domain != "same" && r.cause_domain != "other")
         add(n["cause_domain"], fmt::format("cause_domain must be same or other, not '{}'", r.cause_domain));
     }
+  }
+
+  void relation(const YAML::Node& n, std::vector<Relation>& out) {
+    if (!n.IsMap()) {
+      add(n, "a relation must be a mapping");
+      return;
+    }
+    const size_t before = problems.size();
+    Relation r;
+    r.file = file;
+    r.line = n.Mark().line + 1;
+    for (const auto& kv : n) {
+      auto key = kv.first.as<std::string>();
+      if (!kRelationKeys.count(key)) add(kv.first, fmt::format("unknown key '{}'", key));
+    }
+    for (const char* k : {"id", "since", "reason", "effect", "symptom", "examples"})
+      if (!n[k]) add(n, fmt::format("missing '{}'", k));
+    if (problems.size() > before) return;
+    r.id = n["id"].as<std::string>();
+    r.since = n["since"].as<std::string>();
+    r.reason = n["reason"].as<std::string>();
+    static const std::map<std::string, RelationEffect> kEffect = {
+        {"consequence", RelationEffect::kConsequence}, {"context", RelationEffect::kContext},
+        {"wrapper", RelationEffect::kWrapper},         {"peer", RelationEffect::kPeer},
+        {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists}};
+    auto effect = n["effect"].as<std::string>();
+    if (auto it = kEffect.find(effect); it != kEffect.end()) r.effect = it->second;
+    else add(n["effect"], fmt::format("unknown effect '{}'", effect));
+    r.symptom = matcher(n["symptom"]);
+    if (n["cause"]) r.cause = matcher(n["cause"]);
+    if (n["until"]) r.until = matcher(n["until"]);
+    shape(n, r);
     if (n["peer_field"]) r.peer_field = n["peer_field"].as<std::string>();
     r.plausible = enums<SubDomain>(n["plausible"], parseSubDomain, "sub_domain");
     const bool needs_cause = r.effect == RelationEffect::kWrapper;

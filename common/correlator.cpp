@@ -70,6 +70,32 @@ std::map<std::string, int> priorities(const std::vector<Item>& items, const Rule
   return out;
 }
 
+// Only wrappers failed the job: the node is known when they are all on one (from its own logs,
+// or the job has one node), the domain is not.
+void blameWrappers(Diagnosis& d, const JobInfo& job, const std::vector<Item>& items, const phases::Candidates& c,
+                   const RuleSet* rules) {
+  std::set<std::string> nodes;
+  for (size_t i : c.wrappers) nodes.insert(items[i].s.node);
+  const Symptom& first = items[c.wrappers.front()].s;
+  bool own_log = job.nodes.size() == 1 || first.source_kind != SourceKind::kApplication;
+  if (nodes.size() == 1 && !nodes.begin()->empty() && own_log) d.responsible.push_back({*nodes.begin(), "", 0.3});
+  if (const Rule* r = rules ? rules->find(first.rule_id) : nullptr) d.recommended_action = r->action;
+}
+
+// Ambiguous: the anchor and one competitor per other node, and all their actions.
+void addCandidates(Diagnosis& d, const std::vector<Item>& items, const phases::Scored& sc, const RuleSet* rules) {
+  std::vector<size_t> which{sc.anchor};
+  which.insert(which.end(), sc.competitors.begin(), sc.competitors.end());
+  std::set<std::string> seen;
+  std::vector<std::string> actions;
+  for (size_t i : which) {
+    if (!seen.insert(items[i].s.node).second) continue;
+    d.candidates.push_back(causeOf(items[i].s, rules));
+    if (!d.candidates.back().action.empty()) actions.push_back(d.candidates.back().action);
+  }
+  d.recommended_action = fmt::format("{}", fmt::join(actions, " | "));
+}
+
 }  // namespace
 
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
@@ -96,15 +122,8 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
                                     decision.outcome == phases::Outcome::kAmbiguous ||
                                     decision.outcome == phases::Outcome::kSystemic);
   if (!has_cause) {
-    if (!cands.wrappers.empty() && decision.outcome == phases::Outcome::kUnattributed) {
-      // The node is known when all the wrappers are on one (or the job has one node).
-      std::set<std::string> nodes;
-      for (size_t i : cands.wrappers) nodes.insert(items[i].s.node);
-      if (nodes.size() == 1 && !nodes.begin()->empty() && (job.nodes.size() == 1 || items[cands.wrappers.front()].s.source_kind != SourceKind::kApplication))
-        d.responsible.push_back({*nodes.begin(), "", 0.3});
-      if (rules)
-        if (const Rule* r = rules->find(items[cands.wrappers.front()].s.rule_id)) d.recommended_action = r->action;
-    }
+    if (!cands.wrappers.empty() && decision.outcome == phases::Outcome::kUnattributed)
+      blameWrappers(d, job, items, cands, rules);
     demoteRoots(items, fmt::format("no cause attributed ({}) [phase: decision]", phases::outcomeName(decision.outcome)));
     d.chain = phases::chain(items);
     return d;
@@ -114,14 +133,7 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
   phases::applyHistory(b, o);
   d.responsible = std::move(b.responsible);
   if (decision.outcome == phases::Outcome::kAmbiguous) {
-    std::set<std::string> seen;
-    std::vector<std::string> actions;
-    for (size_t i : [&] { std::vector<size_t> v{scored->anchor}; v.insert(v.end(), scored->competitors.begin(), scored->competitors.end()); return v; }()) {
-      if (!seen.insert(items[i].s.node).second) continue;
-      d.candidates.push_back(causeOf(items[i].s, rules));
-      if (!d.candidates.back().action.empty()) actions.push_back(d.candidates.back().action);
-    }
-    d.recommended_action = fmt::format("{}", fmt::join(actions, " | "));
+    addCandidates(d, items, *scored, rules);
   } else {
     d.cause = causeOf(items[scored->anchor].s, rules);
     d.recommended_action = d.cause->action;

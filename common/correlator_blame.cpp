@@ -79,15 +79,9 @@ Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Sc
   const bool one_node = job.nodes.size() == 1 || (local && evidence_nodes.size() == 1 && reporters.size() == 1);
   if (!peers.empty() && peers.size() <= 2) {
     for (const auto& n : peers) b.responsible.push_back({n, "", 0.5});
+    auto named = std::find_if(which.begin(), which.end(), [&](size_t i) { return !items[i].peer_relation.empty(); });
     b.explanation = fmt::format("No root symptom was found; {} on {} node(s) names {} as the far end [causality: {}].",
-                                a.s.symptom, reporters.size(), joinNodes(b.responsible), a.peer_relation.empty() ? "peer" : a.peer_relation);
-    if (a.peer_relation.empty())
-      for (size_t i : which)
-        if (!items[i].peer_relation.empty()) {
-          b.explanation = fmt::format("No root symptom was found; {} on {} node(s) names {} as the far end [causality: {}].",
-                                      a.s.symptom, reporters.size(), joinNodes(b.responsible), items[i].peer_relation);
-          break;
-        }
+                                a.s.symptom, reporters.size(), joinNodes(b.responsible), items[*named].peer_relation);
   } else if (one_node && !a.s.node.empty()) {
     b.responsible.push_back({a.s.node, a.s.device, 0.4});
     b.explanation = fmt::format("No root symptom was found; {} is the most specific evidence and all of it is on {} "

@@ -424,15 +424,16 @@ std::vector<int> parseRanks(const std::string& list) {
 // ranks on several nodes, or reported by several ranks of a job-wide log no node is known for.
 bool jobWide(const std::vector<Item>& items, size_t anchor, const JobInfo& job) {
   const Symptom& a = items[anchor].s;
-  std::set<std::string> nodes;
+  std::set<std::string> nodes, named_nodes;
   std::set<int> unplaced_ranks;
   for (const auto& it : items) {
     if (it.s.rule_id != a.rule_id) continue;
     if (!it.s.node.empty()) nodes.insert(it.s.node);
     else if (auto r = it.s.rank()) unplaced_ranks.insert(*r);
     for (int r : parseRanks(it.s.field("ranks")))
-      if (auto n = job.nodeOfRank(r); !n.empty()) nodes.insert(n);
+      if (auto n = job.nodeOfRank(r); !n.empty()) named_nodes.insert(n);
   }
+  if (named_nodes.size() > 1) return true;
   if (job.nodes.size() > 1 && nodes.size() >= job.nodes.size()) return true;
   return nodes.empty() && unplaced_ranks.size() > 1;
 }
