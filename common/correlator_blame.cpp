@@ -61,6 +61,16 @@ std::set<std::string> peerNodes(const std::vector<Item>& items, const std::vecto
   return out;
 }
 
+// A rank log line that names its own host (NCCL's "gpu-a01:12345:12399 [3]" prefix) is placed by
+// the line, not by a rank-to-node layout.
+bool lineNamesNode(const Symptom& s) {
+  for (const char* key : {"nccl_host", "host"}) {
+    const std::string& h = s.field(key);
+    if (!h.empty() && h.substr(0, h.find('.')) == s.node.substr(0, s.node.find('.'))) return true;
+  }
+  return false;
+}
+
 Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Scored& sc, const CorrelatorOptions& o) {
   Blame b;
   const Item& a = items[sc.anchor];
@@ -75,7 +85,7 @@ Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Sc
   // Fault evidence (not the teardown of the kill) from one node only, or a one-node job, names
   // that node, unless the evidence itself points elsewhere or reaches the node only through a
   // rank-to-node mapping of a job-wide log.
-  const bool local = a.peer_field.empty() && a.s.source_kind != SourceKind::kApplication;
+  const bool local = a.peer_field.empty() && (a.s.source_kind != SourceKind::kApplication || lineNamesNode(a.s));
   const bool one_node = job.nodes.size() == 1 || (local && evidence_nodes.size() == 1 && reporters.size() == 1);
   if (!peers.empty() && peers.size() <= 2) {
     for (const auto& n : peers) b.responsible.push_back({n, "", 0.5});

@@ -353,6 +353,12 @@ TEST_CASE("blame: peers, one node, ambiguity, application", "[phases][blame]") {
   REQUIRE(bl.responsible.size() == 1);
   CHECK(bl.responsible[0].node == "n2");
   CHECK(bl.responsible[0].confidence == Approx(0.4));
+  // From a rank log: placed through the rank layout it names no node; named by the line's own
+  // host prefix (NCCL's host:pid:tid) it does.
+  local.s.source_kind = SourceKind::kApplication;
+  CHECK(blame(job(), {local}, {{0}, true, {}}, Scored{}, d, {}).responsible.empty());
+  local.s.fields["nccl_host"] = "n2";
+  CHECK(nodesOf(blame(job(), {local}, {{0}, true, {}}, Scored{}, d, {}).responsible) == std::vector<std::string>{"n2"});
   // Ambiguous: one responsible per candidate node, at even confidence.
   std::vector<Item> two{item(sym("xid.48", "n1", SubDomain::kHardware, Role::kRoot, 1)),
                         item(sym("kernel.nfs_not_responding", "n2", SubDomain::kInfrastructure, Role::kRoot, 2))};
