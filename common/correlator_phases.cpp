@@ -102,6 +102,7 @@ std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
                 {"action", "Check the node for a GPU that fell off the bus or failed to initialise "
                            "(nvidia-smi, dmesg for Xid 79/AER, lspci); drain it until repaired."}};
     it.eff = Role::kRoot;
+    it.background = true;
     it.because = "the node had fewer GPUs than its peers when the job started [phase: scope]";
     out.push_back(std::move(it));
   }
@@ -147,6 +148,7 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
       const Relation* r = job.start_ns != 0 && it.s.last_ns < job.start_ns ? persisting(it, own, job, relations) : nullptr;
       if (!r) continue;
       it.because = fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
+      it.background = true;
     }
     items.push_back(std::move(it));
   }
@@ -249,7 +251,8 @@ void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relat
 Candidates candidates(const std::vector<Item>& items) {
   Candidates c;
   for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].eff == Role::kRoot) c.roots.push_back(i);
+    if (items[i].eff == Role::kRoot) (items[i].background ? c.set_aside : c.roots).push_back(i);
+  if (c.roots.empty()) c.roots.swap(c.set_aside);
   if (!c.roots.empty()) return c;
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
@@ -319,6 +322,11 @@ void markScored(std::vector<Item>& items, const Candidates& c, const Scored& sc)
     if (items[r].because.empty()) items[r].because = fmt::format("a root in the same domain as {} [phase: scoring]", anchor_name);
   for (size_t r : sc.competitors)
     items[r].because = fmt::format("an independent root in another domain on another node [phase: decision]");
+  for (size_t r : c.set_aside) {
+    items[r].eff = Role::kContext;
+    items[r].because = fmt::format("a fault from before the job, but {} failed it during the job [phase: candidates]",
+                                   anchor_name);
+  }
   Item& anchor = items[sc.anchor];
   if (c.fallback) {
     anchor.eff = Role::kRoot;

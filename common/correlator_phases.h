@@ -40,6 +40,9 @@ struct Item {
   std::string peer_field;            // the field naming the far end ("" = none)
   std::string peer_relation;
   std::string job_wide_relation;     // set when the symptom is job-wide when on every node
+  // A fault from before the job (kept by a `persists` relation, or a GPU missing from the
+  // inventory): the cause only when nothing during the job is.
+  bool background = false;
 };
 
 // Total order: timed before untimed, then time, severity (higher first), node, rule.
@@ -61,9 +64,11 @@ struct Candidates {
   std::vector<size_t> roots;     // items that may be the cause
   bool fallback = false;         // no root anywhere: the roots are fallback evidence
   std::vector<size_t> wrappers;  // with no candidate at all: the wrappers that failed the job
+  std::vector<size_t> set_aside; // background roots not considered: a root during the job exists
 };
 
-// Phase 3.
+// Phase 3. Background roots (from before the job) are candidates only when no root during the
+// job is left.
 Candidates candidates(const std::vector<Item>& items);
 
 struct Scored {
@@ -80,7 +85,7 @@ Scored score(const std::vector<Item>& items, const Candidates& c, const std::map
              const CorrelatorOptions& options);
 
 // Phase 4, its effect on the items: downstream roots become cascade, the anchor of fallback
-// evidence becomes the root, and each says why.
+// evidence becomes the root, background roots set aside become context, and each says why.
 void markScored(std::vector<Item>& items, const Candidates& c, const Scored& scored);
 
 enum class Outcome { kAttributed, kAmbiguous, kSystemic, kUnattributed, kNone };

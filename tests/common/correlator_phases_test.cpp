@@ -139,6 +139,26 @@ TEST_CASE("scope: a fault that persists until reboot counts from before the wind
   CHECK(std::none_of(items.begin(), items.end(), [](const Item& i) { return i.s.rule_id == "xid.79"; }));
 }
 
+TEST_CASE("candidates: a fault from before the job yields to a root during it", "[phases][candidates]") {
+  RuleSet rules;
+  rules.relations = shipped();
+  Symptom lost = sym("xid.79", "n2", SubDomain::kHardware, Role::kRoot, -2400, Severity::kCritical, "gpu");
+  Symptom remote = sym("nccl.remote_error", "n2", SubDomain::kNetwork, Role::kCascade, 1805, Severity::kError, "nccl");
+  Symptom dbe = sym("xid.48", "n3", SubDomain::kHardware, Role::kRoot, 1800, Severity::kCritical, "gpu_memory");
+  auto d = correlate(job(), {lost, remote, dbe}, &rules);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "xid.48");
+  CHECK(nodesOf(d.responsible) == std::vector<std::string>{"n3"});
+  auto old = std::find_if(d.chain.begin(), d.chain.end(), [](const ChainEntry& e) { return e.rule_id == "xid.79"; });
+  REQUIRE(old != d.chain.end());
+  CHECK(old->role == Role::kContext);
+  CHECK_THAT(old->because, Catch::Contains("[phase: candidates]"));
+  // Alone, it is the cause.
+  d = correlate(job(), {lost, remote}, &rules);
+  REQUIRE(d.cause);
+  CHECK(d.cause->rule_id == "xid.79");
+}
+
 TEST_CASE("scope: a node with fewer GPUs than its peers gets a synthetic root", "[phases][scope]") {
   CorrelatorOptions o;
   for (const char* n : {"n1", "n2", "n3"}) o.node_facts[n].gpu_count = 8;
