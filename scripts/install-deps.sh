@@ -15,7 +15,10 @@ PACKAGES=(
   ripgrep
   clang libclang-rt-14-dev
   ansible-core ansible-lint
+  chromium fonts-dejavu-core
 )
+# Node.js and npm drive Chromium in the browser tests (tests/browser); the image may bring its own.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -24,13 +27,20 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The browser tests' npm packages, exactly as the lockfile says (puppeteer-core only: it drives
+# Debian's Chromium and downloads no browser). Skipped when the lockfile has not changed since.
+BROWSER="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+if ! cmp -s "$BROWSER/package-lock.json" "$BROWSER/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "install-deps: npm ci in tests/browser" >&2
+  (cd "$BROWSER" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$BROWSER/package-lock.json" "$BROWSER/node_modules/.package-lock.json.installed"
+fi
