@@ -153,8 +153,14 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
     items.push_back(std::move(it));
   }
   for (auto& it : missingGpus(job, o)) items.push_back(std::move(it));
-  std::stable_sort(items.begin(), items.end(), earlier);
-  return items;
+  // Sort indices, then move each item once: an Item is large (a Symptom with its fields).
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return earlier(items[a], items[b]); });
+  std::vector<Item> sorted;
+  sorted.reserve(items.size());
+  for (size_t i : order) sorted.push_back(std::move(items[i]));
+  return sorted;
 }
 
 namespace {
