@@ -11,6 +11,7 @@
 #include <map>
 #include <zmq.h>
 
+#include "aggregator/cli/html_report.h"
 #include "aggregator/cli/remote.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
@@ -38,7 +39,11 @@ std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::str
 }
 
 int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
-                 size_t systemic) {
+                 size_t systemic, const std::string& html) {
+  if (!html.empty() && bundles.size() != 1) {
+    std::fprintf(stderr, "faultline: --html takes exactly one bundle\n");
+    return 2;
+  }
   common::RuleEngine engine(loadRulesOrDie(rule_dirs));
   common::CorrelatorOptions opts;
   opts.systemic_threshold = systemic;
@@ -51,6 +56,12 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
       std::fprintf(stderr, "faultline: %s\n", error.c_str());
       rc = 2;
       continue;
+    }
+    if (!html.empty()) {
+      if (!cli::writeHtmlReport(common::toJson(*d), html, &error)) {
+        std::fprintf(stderr, "faultline: %s\n", error.c_str());
+        return 1;
+      }
     }
     if (json) {
       if (bundles.size() == 1) std::cout << common::toJson(*d).dump(2) << "\n";
@@ -172,6 +183,8 @@ int main(int argc, char** argv) {
   size_t systemic = 16;
   attribute->add_option("bundle", bundles, "bundle directory (see docs/bundle-format.md)")->required();
   attribute->add_flag("--json", json, "print the diagnosis as JSON (docs/output-schema.md)");
+  std::string html;
+  attribute->add_option("--html", html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
   attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
 
   auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
@@ -206,7 +219,7 @@ int main(int argc, char** argv) {
   }
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
