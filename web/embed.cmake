@@ -1,0 +1,27 @@
+# Turns the dashboard's files (web/) into one C++ source in the build tree, so the binaries carry
+# them (no files to install, nothing fetched). Run by aggregator/CMakeLists.txt:
+#   cmake -DBASE=web -DOUT=web_assets_data.cpp -DNAMES=app.css,app.js,... -P web/embed.cmake
+# Each file becomes a byte array; aggregator/http/web_assets.cpp looks them up by name.
+set(body "// Generated from web/ by web/embed.cmake. Do not edit; do not commit.\n")
+string(APPEND body "#include \"aggregator/http/web_assets.h\"\n\nnamespace faultline::aggregator {\nnamespace {\n")
+set(table "")
+set(i 0)
+string(REPLACE "," ";" names "${NAMES}")
+foreach(name IN LISTS names)
+  if(name STREQUAL "")
+    continue()
+  endif()
+  file(READ "${BASE}/${name}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR size "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){32})" "\\1\n" bytes "${bytes}")
+  string(APPEND body "const unsigned char k${i}[] = {\n${bytes}0};\n")
+  string(APPEND table "    {\"${name}\", {reinterpret_cast<const char*>(k${i}), ${size}}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "}  // namespace\n\nconst WebAsset kWebAssets[] = {\n${table}};\n")
+string(APPEND body "const size_t kWebAssetCount = ${i};\n\n}  // namespace faultline::aggregator\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")
