@@ -16,3 +16,21 @@ echo "== one full report: samples/cascade64-xid79 (64 nodes, hundreds of NCCL er
 echo
 "$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | head -40
 echo "  ... (coverage omitted; run: $FAULTLINE attribute samples/cascade64-xid79 [--json])"
+echo
+echo "== the same diagnoses as self-contained HTML pages (the dashboard's job view; open in a browser)"
+HTML="$BUILD/demo-html"
+mkdir -p "$HTML"
+{
+  echo '<!doctype html><meta charset="utf-8"><title>faultline demo</title>'
+  echo '<h1>faultline: the bundled samples</h1><ul>'
+} > "$HTML/index.html"
+for dir in samples/*/ samples/real/*/; do
+  [ -f "$dir/job.json" ] || continue
+  name=$(basename "$dir")
+  "$FAULTLINE" attribute "$dir" --html "$HTML/$name.html" >/dev/null 2>&1 || continue
+  verdict=$(python3 -c "import json,sys; d=json.load(open('$dir/expected.json')); print(d['terminal_state'], '/', d['sub_domain'])" 2>/dev/null || true)
+  echo "<li><a href=\"$name.html\">$name</a> $verdict</li>" >> "$HTML/index.html"
+done
+echo '</ul>' >> "$HTML/index.html"
+echo "  file://$(cd "$HTML" && pwd)/index.html  ($(ls "$HTML" | grep -c '\.html$') pages)"
+echo "  live: faultline-aggregator serves the same views at http://127.0.0.1:8080/ui/ (docs/dashboard.md)"
