@@ -255,8 +255,11 @@
       var tr = el("tr", {"data-node": r.node}, el("th", {class: "node"}, r.node));
       r.days.forEach(function (c, i) {
         var a = c ? 0.25 + 0.75 * c / max : 0;
-        append(tr, el("td", {title: r.node + " " + days[i] + ": " + c + " failed job(s)", "data-count": String(c),
-          style: c ? "background: rgba(192,57,43," + a.toFixed(2) + ")" : "background: #eef0f3"}, c ? String(c) : ""));
+        var td = el("td", {title: r.node + " " + days[i] + ": " + c + " failed job(s)", "data-count": String(c)},
+          c ? String(c) : "");
+        // CSSOM, not a style attribute: the page's CSP allows no inline styles.
+        td.style.background = c ? "rgba(192,57,43," + a.toFixed(2) + ")" : "#eef0f3";
+        append(tr, td);
       });
       append(body, tr);
     });
@@ -340,14 +343,17 @@
               el("td", {class: "mono small"}, p.device), el("td", {class: "small mono"}, p.detail),
               el("td", null, jobLinks(p.job_ids, 10))));
           });
+          var none = function (list, what) {
+            return list && list.length ? null : el("p", {class: "muted"}, what);
+          };
           append(body,
             el("section", {class: "card"}, el("h2", null, "Repeat offenders: nodes"),
-              rank.nodes && rank.nodes.length ? null : el("p", {class: "muted"}, "No node was blamed in this window."),
+              none(rank.nodes, "No node was blamed in this window."),
               el("div", {class: "scroll"}, off.table)),
             el("div", {class: "two"},
               el("section", {class: "card"}, el("h2", null, "Devices (GPU, HCA port)"), el("div", {class: "scroll short"}, dev.table)),
               el("section", {class: "card"}, el("h2", null, "Recurring patterns (same cause in 2+ jobs)"),
-                el("div", {class: "scroll short"}, pat.table))),
+                none(rank.patterns, "No cause repeated in this window."), el("div", {class: "scroll short"}, pat.table))),
             el("section", {class: "card"}, el("h2", null, "Failures by node × day (UTC)"), heatmap(daily)),
             el("section", {class: "card"}, el("h2", null, "Failed jobs by sub_domain per day"), breakdown(daily)));
           ready(true);
@@ -367,12 +373,13 @@
 
   function agentsPage() {
     main.dataset.page = "agents";
+    var recent = params().get("since") || "24h";  // nodes of jobs in this window without a live agent
     clear(main);
     var body = el("div");
     append(main, body);
     function load() {
       ready(false);
-      Promise.all([getJson("/agents"), getJson("/nodes"), getJson("/fleet/job-nodes?since=24h")]).then(function (r) {
+      Promise.all([getJson("/agents"), getJson("/nodes"), getJson("/fleet/job-nodes?since=" + enc(recent))]).then(function (r) {
         var agents = r[0].body, nodes = r[1].body, jobNodes = r[2].body;
         var nodeBy = {};
         nodes.forEach(function (n) { nodeBy[n.hostname] = n; });
@@ -417,7 +424,7 @@
         append(body, el("section", {class: "card"},
           el("h2", null, "Agents"),
           el("p", {class: "muted"}, agents.length + " agent(s); " + dead + " node(s) without a live agent, " + recentDead +
-            " of them in jobs of the last 24 h (listed first)"),
+            " of them in jobs since " + recent + " (listed first)"),
           el("div", {class: "scroll"}, t.table)));
         ready(true);
       }).catch(function (e) { clear(body); showError(body, e); });

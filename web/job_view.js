@@ -15,13 +15,13 @@
   function el(tag, attrs) {
     var e = document.createElement(tag);
     setAttrs(e, attrs);
-    for (var i = 2; i < arguments.length; i++) append(e, arguments[i]);
+    for (var i = 2; i < arguments.length; i++) appendOne(e, arguments[i]);
     return e;
   }
   function svg(tag, attrs) {
     var e = document.createElementNS(SVG, tag);
     setAttrs(e, attrs);
-    for (var i = 2; i < arguments.length; i++) append(e, arguments[i]);
+    for (var i = 2; i < arguments.length; i++) appendOne(e, arguments[i]);
     return e;
   }
   function setAttrs(e, attrs) {
@@ -32,9 +32,14 @@
       e.setAttribute(k, v === true ? "" : String(v));
     });
   }
-  function append(parent, c) {
+  // append(parent, child, ...): nodes, arrays of them, or strings (as text nodes).
+  function append(parent) {
+    for (var i = 1; i < arguments.length; i++) appendOne(parent, arguments[i]);
+    return parent;
+  }
+  function appendOne(parent, c) {
     if (c === null || c === undefined || c === false) return;
-    if (Array.isArray(c)) c.forEach(function (x) { append(parent, x); });
+    if (Array.isArray(c)) c.forEach(function (x) { appendOne(parent, x); });
     else if (typeof c === "object" && c.nodeType) parent.appendChild(c);
     else parent.appendChild(document.createTextNode(String(c)));
   }
@@ -253,7 +258,12 @@
     var pad = (t1 - t0) * 0.04;
     t0 -= pad; t1 += pad;
 
-    var labelW = 250, plotW = 820, untimedW = hasUntimed ? 110 : 0, laneH = 30, top = 34;
+    var mostUntimed = 0;
+    lanes.forEach(function (l) {
+      var n = l.entries.filter(function (i) { return timeMs(chain[i].first || chain[i].time) === null; }).length;
+      mostUntimed = Math.max(mostUntimed, n);
+    });
+    var labelW = 250, plotW = 820, untimedW = hasUntimed ? Math.max(90, mostUntimed * 18 + 30) : 0, laneH = 30, top = 34;
     var width = labelW + plotW + untimedW + 20;
     var height = top + lanes.length * laneH + 12;
     var x = function (t) { return labelW + (t - t0) / (t1 - t0) * plotW; };
@@ -300,7 +310,7 @@
         var e = chain[i];
         var a = timeMs(e.first || e.time);
         if (a === null) {
-          var ux = labelW + plotW + 22 + (untimedIdx++ % 6) * 15;
+          var ux = labelW + plotW + 24 + (untimedIdx++) * 18;
           append(g, marker(e, ux, cy, lane.nodes[0], false));
           return;
         }
@@ -347,7 +357,7 @@
         el("td", null, roleBadge(e.role)),
         el("td", null, e.symptom || "", e.summary ? el("div", {class: "muted small"}, e.summary) : null),
         el("td", {class: "num"}, String(e.count || 1)),
-        el("td", null, nodeList(nodesOf(e))),
+        el("td", {class: "nowrap"}, nodeList(nodesOf(e), 2)),
         el("td", {class: "mono"}, e.rule_id),
         el("td", {class: "small"}, e.because || ""),
         el("td", null, e.evidence ? el("code", {class: "evidence"}, e.evidence) : "")));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregator/http/web_assets.h"
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/query/query.h"
 
@@ -52,7 +53,7 @@ std::string splitTarget(const std::string& target, std::multimap<std::string, st
 
 namespace {
 
-HttpResponse jsonResponse(int status, const json& body) { return {status, "application/json", body.dump(2) + "\n"}; }
+HttpResponse jsonResponse(int status, const json& body) { return {status, "application/json", body.dump(2) + "\n", {}}; }
 HttpResponse error(int status, const std::string& why) { return jsonResponse(status, json{{"error", why}}); }
 
 std::string param(const std::multimap<std::string, std::string>& q, const std::string& key) {
@@ -145,6 +146,88 @@ HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id
   return jsonResponse(200, out);
 }
 
+// The pages are one shell (index.html) that routes on its own URL; the API stays the data source.
+// Read-only, same origin, nothing inline: the CSP forbids scripts and styles from anywhere else.
+HttpResponse Api::ui(const std::string& path) {
+  static const std::vector<std::pair<std::string, std::string>> kHeaders = {
+      {"Cache-Control", "no-cache"},
+      {"X-Content-Type-Options", "nosniff"},
+      {"Content-Security-Policy",
+       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}};
+  auto page = [&](std::string_view name) -> HttpResponse {
+    const auto* a = findWebAsset(name);
+    if (!a) return {404, "text/plain; charset=utf-8", "not found\n", kHeaders};
+    return {200, std::string(webContentType(name)), std::string(a->body), kHeaders};
+  };
+  const std::string assets = "/ui/assets/";
+  if (path.rfind(assets, 0) == 0) {
+    std::string name = path.substr(assets.size());
+    if (name.empty() || name.find('/') != std::string::npos || name == "index.html") return page("");
+    return page(name);
+  }
+  if (path == "/ui" || path == "/ui/jobs" || path == "/ui/fleet" || path == "/ui/agents" ||
+      (path.rfind("/ui/jobs/", 0) == 0 && path.size() > 9 && path.find('/', 9) == std::string::npos))
+    return page("index.html");
+  return page("");
+}
+
+UiReader* Api::uiReader(std::string* error) {
+  if (!ui_reader_) {
+    if (options_.store_path.empty()) {
+      *error = "this server has no store file for the dashboard's reads";
+      return nullptr;
+    }
+    ui_reader_ = UiReader::open(options_.store_path, error);
+  }
+  return ui_reader_.get();
+}
+
+HttpResponse Api::jobPage(const std::multimap<std::string, std::string>& query, int64_t since_ns, size_t limit) {
+  std::string why;
+  auto* reader = uiReader(&why);
+  if (!reader) return error(503, why);
+  JobPageFilter f;
+  f.since_ns = since_ns;
+  f.state = param(query, "state");
+  f.sub_domain = param(query, "sub_domain");
+  f.node = param(query, "node");
+  f.rule = param(query, "rule");
+  f.text = param(query, "q");
+  f.limit = limit;
+  if (!param(query, "offset").empty()) {
+    char* end = nullptr;
+    f.offset = std::strtoull(param(query, "offset").c_str(), &end, 10);
+    if (*end) return error(400, "bad 'offset'");
+  }
+  int64_t total = 0;
+  auto rows = reader->jobs(f, &total, &why);
+  if (!rows) return error(503, why);
+  auto r = jsonResponse(200, *rows);
+  r.headers.emplace_back("X-Total-Count", std::to_string(total));
+  return r;
+}
+
+HttpResponse Api::fleet(const std::string& path, const std::multimap<std::string, std::string>& query, int64_t now) {
+  std::string s = param(query, "since");
+  auto since = parseSince(s.empty() ? (path == "/fleet/daily" ? "30d" : "24h") : s, now);
+  if (!since) return error(400, "bad 'since' (use 7d, 24h, 30m or a timestamp)");
+  std::string why;
+  auto* reader = uiReader(&why);
+  if (!reader) return error(503, why);
+  std::optional<json> out;
+  if (path == "/fleet/daily") {
+    size_t nodes = 40;
+    if (!param(query, "nodes").empty()) nodes = std::min<size_t>(std::strtoul(param(query, "nodes").c_str(), nullptr, 10), 1000);
+    out = reader->daily(*since, now, nodes, &why);
+  } else if (path == "/fleet/job-nodes") {
+    out = reader->jobNodes(*since, &why);
+  } else {
+    return error(404, "not found");
+  }
+  return out ? jsonResponse(200, *out) : error(503, why);
+}
+
 HttpResponse Api::route(const HttpRequest& request, const std::string& path,
                         const std::multimap<std::string, std::string>& query) {
   const int64_t now = clock_.nowNs();
@@ -200,14 +283,18 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
       gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
       gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
     }
-    return {200, "text/plain; version=0.0.4", metrics_.render(gauges)};
+    return {200, "text/plain; version=0.0.4", metrics_.render(gauges), {}};
   }
   if (parts.empty()) return error(404, "not found");
+  if (parts[0] == "ui") return ui(path);
+  if (parts[0] == "fleet") return fleet(path, query, now);
   auto bad_since = [&] { return error(400, "bad 'since' (use 7d, 24h, 30m or a timestamp)"); };
   if (parts[0] == "jobs") {
     if (parts.size() == 1) {
       auto s = since("");
       if (!s) return bad_since();
+      for (const char* k : {"offset", "rule", "q", "total"})
+        if (query.count(k)) return jobPage(query, *s, limit(500));
       JobFilter f;
       f.since_ns = *s;
       f.state = param(query, "state");

@@ -7,10 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aggregator/clock.h"
+#include "aggregator/http/ui_reader.h"
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
 #include "aggregator/verdicts/verdict_engine.h"
@@ -28,12 +32,16 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra response headers
 };
 
 struct ApiOptions {
   // Bearer token for the write endpoints; empty disables them (403).
   std::string write_token;
   int64_t agent_timeout_ns = 90 * kSecondNs;
+  // The store's SQLite file: the dashboard's reads (GET /jobs with offset/rule/q/total,
+  // /fleet/...) use a second, read-only connection to it. Empty: those answer 503.
+  std::string store_path;
 };
 
 class Api {
@@ -51,6 +59,12 @@ class Api {
                      const std::multimap<std::string, std::string>& query);
   HttpResponse jobEvent(const HttpRequest& request, const std::string& job_id, bool end);
   HttpResponse jobOutput(const HttpRequest& request, const std::string& job_id);
+  // The dashboard: pages and assets under /ui/ (web/, built in).
+  HttpResponse ui(const std::string& path);
+  // GET /jobs with the dashboard's parameters (offset, rule, q, total); /fleet/daily, /fleet/job-nodes.
+  HttpResponse jobPage(const std::multimap<std::string, std::string>& query, int64_t since_ns, size_t limit);
+  HttpResponse fleet(const std::string& path, const std::multimap<std::string, std::string>& query, int64_t now_ns);
+  UiReader* uiReader(std::string* error);
   // 403/401 unless the request may write.
   std::optional<HttpResponse> refuseWrite(const HttpRequest& request);
 
@@ -59,6 +73,7 @@ class Api {
   Metrics& metrics_;
   const Clock& clock_;
   ApiOptions options_;
+  std::unique_ptr<UiReader> ui_reader_;  // opened on first use
 };
 
 // Splits "/a/b?x=1&y=%20" into the decoded path and query parameters.

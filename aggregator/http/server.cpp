@@ -71,16 +71,18 @@ class Session : public std::enable_shared_from_this<Session> {
       out = api_.handle(r);
     } catch (const std::exception& e) {
       // A bug: answer 500 and keep serving; nothing escapes the handler.
-      out = {500, "application/json", std::string(R"({"error": "internal error"})") + "\n"};
+      out = {500, "application/json", std::string(R"({"error": "internal error"})") + "\n", {}};
     }
     if (r.method == "HEAD") out.body.clear();
-    respond(req.keep_alive(), out.status, std::move(out.body), out.content_type);
+    respond(req.keep_alive(), out.status, std::move(out.body), out.content_type, out.headers);
   }
 
-  void respond(bool keep_alive, int status, std::string body, const std::string& type) {
+  void respond(bool keep_alive, int status, std::string body, const std::string& type,
+               const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(status), 11);
     res->set(http::field::server, "faultline-aggregator/" FAULTLINE_VERSION);
     res->set(http::field::content_type, type);
+    for (const auto& [name, value] : headers) res->set(name, value);
     res->keep_alive(keep_alive);
     res->body() = std::move(body);
     res->prepare_payload();

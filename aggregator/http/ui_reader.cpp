@@ -1,0 +1,234 @@
+#include "aggregator/http/ui_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "aggregator/store/sqlite.h"
+#include "common/job.h"
+
+namespace faultline::aggregator {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kDayNs = 86400LL * 1'000'000'000;
+constexpr size_t kMaxDays = 120;
+
+// The optional filters as "(?n = '' OR ...)": the SQL text never depends on the data. ?5 rule,
+// ?6 its prefix ('' when exact), ?7 the literal text that must occur in the diagnosis for that
+// cause (a cheap prefilter before the JSON is parsed), ?8 the LIKE pattern of the text search.
+constexpr const char* kJobWhere = R"sql(
+FROM jobs j LEFT JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1
+WHERE (?1 = 0 OR (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) >= ?1)
+AND (?2 = '' OR (?2 = 'running' AND j.terminal_state = '') OR (?2 = 'failed' AND j.terminal_state NOT IN ('', 'success'))
+     OR j.terminal_state = ?2 OR j.state = ?2)
+AND (?3 = '' OR v.sub_domain = ?3)
+AND (?4 = '' OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.node = ?4 AND n.job_id = j.job_id))
+AND (?5 = '' OR (instr(v.diagnosis, ?7) > 0 AND (CASE WHEN ?6 = '' THEN json_extract(v.diagnosis, '$.cause.rule_id') = ?5
+     ELSE substr(json_extract(v.diagnosis, '$.cause.rule_id'), 1, length(?6)) = ?6 END)))
+AND (?8 = '' OR j.job_id LIKE ?8 ESCAPE '\' OR j.nodelist LIKE ?8 ESCAPE '\' OR v.sub_domain LIKE ?8 ESCAPE '\'
+     OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.job_id = j.job_id AND n.node LIKE ?8 ESCAPE '\')
+     OR json_extract(v.diagnosis, '$.cause.rule_id') LIKE ?8 ESCAPE '\'
+     OR json_extract(v.diagnosis, '$.cause.summary') LIKE ?8 ESCAPE '\')
+)sql";
+
+void bindJobFilter(sql::Stmt& s, const JobPageFilter& f) {
+  std::string rule = f.rule, prefix;
+  if (!rule.empty() && rule.back() == '*') prefix = rule.substr(0, rule.size() - 1);
+  // How the stored (compact) diagnosis spells the cause's rule: "rule_id":"xid.79"
+  std::string needle = json(prefix.empty() ? rule : prefix).dump();
+  if (!prefix.empty()) needle.pop_back();  // no closing quote: a prefix
+  needle = "\"rule_id\":" + needle;
+  std::string like;
+  if (!f.text.empty()) {
+    like = "%";
+    for (char c : f.text) {
+      if (c == '%' || c == '_' || c == '\\') like += '\\';
+      like += c;
+    }
+    like += "%";
+  }
+  s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, rule).bind(6, prefix);
+  s.bind(7, needle).bind(8, like);
+}
+
+json timeOrNull(int64_t ns) { return ns ? json(common::formatTimeNs(ns)) : json(nullptr); }
+
+json parsedOr(const std::string& text, json fallback) {
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+std::string dayOf(int64_t ns) { return common::formatTimeNs(ns).substr(0, 10); }
+
+}  // namespace
+
+UiReader::UiReader(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
+UiReader::~UiReader() = default;
+
+std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* error) {
+  auto db = sql::Db::open(path, true, error);
+  if (!db) return nullptr;
+  if (!db->exec("PRAGMA busy_timeout = 2000", error)) return nullptr;
+  return std::unique_ptr<UiReader>(new UiReader(std::move(db)));
+}
+
+std::optional<json> UiReader::jobs(const JobPageFilter& f, int64_t* total, std::string* error) {
+  {
+    sql::Stmt c(db_->get(), std::string("SELECT count(*) ") + kJobWhere);
+    bindJobFilter(c, f);
+    if (!c.ok() || c.step() != SQLITE_ROW) {
+      *error = "store: " + db_->errmsg();
+      return std::nullopt;
+    }
+    *total = c.i64(0);
+  }
+  // The page's ids first (cheap columns only), then the details of those rows alone: the JSON
+  // of a diagnosis is parsed only for the rows shown.
+  sql::Stmt s(db_->get(), fmt::format(R"sql(
+WITH page AS MATERIALIZED (
+  SELECT j.job_id AS id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t {}
+  ORDER BY t DESC, j.job_id LIMIT ?9 OFFSET ?10)
+SELECT j.job_id, j.state, j.terminal_state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.source, j.site,
+  (SELECT count(*) FROM job_nodes n WHERE n.job_id = j.job_id),
+  v.revision, v.status, v.reason, v.created_ns, v.sub_domain, v.missing_nodes, v.symptoms,
+  json_extract(v.diagnosis, '$.systemic'), json_extract(v.diagnosis, '$.cause.rule_id'),
+  json_extract(v.diagnosis, '$.cause.summary'), json_extract(v.diagnosis, '$.responsible_nodes')
+FROM page p JOIN jobs j ON j.job_id = p.id LEFT JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1
+ORDER BY p.t DESC, j.job_id)sql",
+                                      kJobWhere));
+  bindJobFilter(s, f);
+  s.bind(9, int64_t(f.limit)).bind(10, int64_t(f.offset));
+  if (!s.ok()) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  json out = json::array();
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    json row{{"job_id", s.text(0)},
+             {"state", s.text(1)},
+             {"terminal_state", s.text(2).empty() ? json(nullptr) : json(s.text(2))},
+             {"exit_code", s.text(3)},
+             {"start", timeOrNull(s.i64(4))},
+             {"end", timeOrNull(s.i64(5))},
+             {"nodelist", s.text(6)},
+             {"node_count", s.i64(9)},
+             {"source", s.text(7)}};
+    if (!s.text(8).empty()) row["site"] = s.text(8);
+    if (s.isNull(10)) {
+      row["verdict"] = nullptr;
+    } else {
+      json responsible = parsedOr(s.text(20), json::array());
+      json names = json::array();
+      for (const auto& r : responsible) names.push_back(r.value("node", ""));
+      row["verdict"] = {{"revision", s.i64(10)},
+                        {"status", s.text(11)},
+                        {"reason", s.text(12)},
+                        {"created", timeOrNull(s.i64(13))},
+                        {"sub_domain", s.text(14)},
+                        {"systemic", s.i64(17) != 0},
+                        {"cause", s.isNull(18) ? json(nullptr) : json(s.text(18))},
+                        {"responsible_nodes", names},
+                        {"missing_nodes", parsedOr(s.text(15), json::array())},
+                        {"symptoms", s.i64(16)},
+                        {"responsible", responsible},
+                        {"summary", s.isNull(19) ? json(nullptr) : json(s.text(19))}};
+    }
+    out.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<json> UiReader::daily(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error) {
+  // (end, sub_domain) per failed job and (end, node) per node its verdict blames.
+  std::vector<std::pair<int64_t, std::string>> jobs, blamed;
+  auto read = [&](const std::string& what, const std::string& join, auto* out) {
+    sql::Stmt s(db_->get(), "SELECT j.end_ns, " + what +
+                                " FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1" + join +
+                                " WHERE j.end_ns >= ?1 AND j.end_ns <= ?2 AND j.terminal_state NOT IN ('', 'success')");
+    s.bind(1, since_ns).bind(2, now_ns);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW)
+      if (!s.isNull(1)) out->emplace_back(s.i64(0), s.text(1));
+    if (rc == SQLITE_DONE) return true;
+    *error = "store: " + db_->errmsg();
+    return false;
+  };
+  if (!read("v.sub_domain", "", &jobs) ||
+      !read("json_extract(r.value, '$.node')", " JOIN json_each(v.diagnosis, '$.responsible_nodes') r", &blamed))
+    return std::nullopt;
+  // Days from the first failure in the window to the last, at most kMaxDays (the newest).
+  int64_t lo = 0, hi = -1;
+  if (!jobs.empty()) {
+    lo = hi = jobs.front().first / kDayNs;
+    for (const auto& [t, _] : jobs) lo = std::min(lo, t / kDayNs), hi = std::max(hi, t / kDayNs);
+    lo = std::max(lo, hi - int64_t(kMaxDays) + 1);
+  }
+  std::vector<std::string> days;
+  for (int64_t d = lo; d <= hi; ++d) days.push_back(dayOf(d * kDayNs));
+  auto count = [&](const std::vector<std::pair<int64_t, std::string>>& rows) {
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const auto& [t, key] : rows) {
+      int64_t d = t / kDayNs;
+      if (d < lo || d > hi) continue;
+      auto& v = out[key];
+      v.resize(days.size());
+      ++v[size_t(d - lo)];
+    }
+    return out;
+  };
+  auto by_sd = count(jobs);
+  auto by_node = count(blamed);
+  auto sum = [](const std::vector<int64_t>& v) {
+    int64_t n = 0;
+    for (auto x : v) n += x;
+    return n;
+  };
+  std::vector<std::pair<int64_t, std::string>> ranked;
+  for (const auto& [node, v] : by_node) ranked.emplace_back(-sum(v), node);
+  std::sort(ranked.begin(), ranked.end());
+  json nodes = json::array();
+  for (size_t i = 0; i < ranked.size() && i < max_nodes; ++i)
+    nodes.push_back({{"node", ranked[i].second}, {"failures", -ranked[i].first}, {"days", by_node[ranked[i].second]}});
+  json sds = json::array();
+  for (const auto& [sd, v] : by_sd) sds.push_back({{"sub_domain", sd}, {"failures", sum(v)}, {"days", v}});
+  return json{{"since", common::formatTimeNs(since_ns)},
+              {"until", common::formatTimeNs(now_ns)},
+              {"days", days},
+              {"nodes", nodes},
+              {"nodes_total", by_node.size()},
+              {"sub_domains", sds}};
+}
+
+std::optional<json> UiReader::jobNodes(int64_t since_ns, std::string* error) {
+  sql::Stmt s(db_->get(),
+              "SELECT n.node, j.job_id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t "
+              "FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id "
+              "WHERE (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) >= ?1 ORDER BY t DESC, j.job_id");
+  s.bind(1, since_ns);
+  std::map<std::string, json> nodes;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    auto [it, fresh] = nodes.try_emplace(s.text(0));
+    if (fresh)
+      it->second = {{"node", s.text(0)}, {"jobs", 0}, {"last_job_id", s.text(1)}, {"last_job_time", timeOrNull(s.i64(2))}};
+    it->second["jobs"] = it->second["jobs"].get<int64_t>() + 1;
+  }
+  if (rc != SQLITE_DONE) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  json out{{"since", common::formatTimeNs(since_ns)}, {"nodes", json::array()}};
+  for (auto& [_, n] : nodes) out["nodes"].push_back(std::move(n));
+  return out;
+}
+
+}  // namespace faultline::aggregator

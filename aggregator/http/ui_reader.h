@@ -1,0 +1,54 @@
+// Reads for the dashboard (docs/dashboard.md) that the Store's own queries do not answer: a page
+// of jobs with a total count and rule/text filters, failures per node and day, and the nodes of
+// recent jobs. A second, read-only SQLite connection to the aggregator's file (WAL: it never
+// blocks the writer, nor waits for it); bound parameters only.
+//
+// Threading: one UiReader per thread (the HTTP API's io_context thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace faultline::aggregator {
+
+namespace sql {
+class Db;
+}
+
+struct JobPageFilter {
+  int64_t since_ns = 0;    // ended (or started, if running) at or after
+  std::string state;       // as GET /jobs: terminal state, Slurm word, "running", "failed"
+  std::string sub_domain;  // of the latest verdict
+  std::string node;        // ran on this node
+  std::string rule;        // the latest verdict's cause rule: exact, or a prefix ending in '*'
+  std::string text;        // case-insensitive substring of the job id, its node names, sub_domain,
+                           // cause rule or cause summary
+  size_t limit = 50;
+  size_t offset = 0;
+};
+
+class UiReader {
+ public:
+  static std::unique_ptr<UiReader> open(const std::string& path, std::string* error);
+  ~UiReader();
+
+  // Jobs newest first (the GET /jobs row shape, the verdict summary extended with `responsible`
+  // [{node, device, confidence}] and `summary`); *total = every job the filter matches.
+  std::optional<nlohmann::json> jobs(const JobPageFilter& f, int64_t* total, std::string* error);
+  // Failed jobs with a verdict that ended in [since, now], per UTC day (from the first such day to
+  // the last, at most 120): per blamed node (the
+  // `max_nodes` most blamed) and per sub_domain. docs/api.md, GET /fleet/daily.
+  std::optional<nlohmann::json> daily(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error);
+  // Nodes of jobs that ended (or started, if running) since `since_ns`: {node, jobs, last_job_id}.
+  std::optional<nlohmann::json> jobNodes(int64_t since_ns, std::string* error);
+
+ private:
+  explicit UiReader(std::unique_ptr<sql::Db> db);
+  std::unique_ptr<sql::Db> db_;
+};
+
+}  // namespace faultline::aggregator
