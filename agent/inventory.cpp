@@ -1,6 +1,9 @@
 #include "agent/inventory.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -130,6 +133,43 @@ std::vector<common::HcaPortInfo> readHcaPorts(const std::string& sysfs_root, std
   return out;
 }
 
+std::vector<std::string> interfaceAddresses(const struct ifaddrs* list) {
+  std::vector<std::string> out;
+  for (const struct ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || (a->ifa_flags & IFF_LOOPBACK)) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      const uint32_t v4 = ntohl(in->sin_addr.s_addr);
+      if (v4 == 0 || (v4 >> 24) == 127) continue;
+      if (!::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) continue;
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr) || IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+          IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+        continue;
+      if (!::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text)) continue;
+    } else {
+      continue;
+    }
+    out.emplace_back(text);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> readInterfaceAddresses(std::string* error) {
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) {
+    if (error) *error = std::string("getifaddrs: ") + std::strerror(errno);
+    return {};
+  }
+  auto out = interfaceAddresses(list);
+  ::freeifaddrs(list);
+  return out;
+}
+
 InventoryCollector::InventoryCollector(boost::asio::io_context& io, const Clock& clock, InventoryOptions options)
     : io_(io), clock_(clock), options_(std::move(options)), pipe_(io), timeout_(io), reap_timer_(io) {}
 
@@ -153,6 +193,9 @@ bool InventoryCollector::collect(Done done) {
   output_.clear();
   pending_ = {};
   pending_.hcas = readHcaPorts(options_.sysfs_root, &pending_.hca_error);
+  // A getifaddrs failure (out of memory) leaves the list empty: the aggregator then resolves no
+  // peer address to this node, as with an agent that predates addresses.
+  if (options_.read_addresses) pending_.addresses = readInterfaceAddresses(nullptr);
   if (options_.nvidia_smi.empty()) {
     boost::asio::post(io_, [this, gen = generation_] {
       if (gen == generation_) finish("", 0);

@@ -1,9 +1,12 @@
 // The node's device inventory: GPUs from `nvidia-smi --query-gpu=index,pci.bus_id,uuid,serial
-// --format=csv,noheader` and InfiniBand/RoCE HCA ports from /sys/class/infiniband. It goes to the
-// aggregator in heartbeats (common::NodeInventory) so an Xid's PCI id maps to a GPU and its ranks.
+// --format=csv,noheader`, InfiniBand/RoCE HCA ports from /sys/class/infiniband and the node's
+// network addresses (getifaddrs). It goes to the aggregator in heartbeats (common::NodeInventory)
+// so an Xid's PCI id maps to a GPU and its ranks, and a peer address an NCCL error names maps to
+// this node.
 //
-// Readers read, parsers parse: parseNvidiaSmiGpus() is pure; readHcaPorts() does small blocking
-// reads of sysfs (a few files per port); InventoryCollector runs the GPU command as a child
+// Readers read, parsers parse: parseNvidiaSmiGpus() and interfaceAddresses() are pure;
+// readHcaPorts() does small blocking reads of sysfs (a few files per port), readInterfaceAddresses()
+// one getifaddrs call; InventoryCollector runs the GPU command as a child
 // process without blocking the io_context (its stdout is read through a stream_descriptor, a
 // timer kills it when it hangs — nvidia-smi can hang on a wedged driver).
 //
@@ -12,6 +15,7 @@
 // io_context or call cancel() before destroying it while a collection runs.
 #pragma once
 
+#include <ifaddrs.h>
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -39,9 +43,18 @@ std::vector<common::GpuInfo> parseNvidiaSmiGpus(std::string_view csv, std::strin
 // name, then port. No infiniband class directory = no HCAs, not an error.
 std::vector<common::HcaPortInfo> readHcaPorts(const std::string& sysfs_root, std::string* error);
 
+// The addresses in a getifaddrs() list: IPv4 and IPv6 of every interface without IFF_LOOPBACK,
+// printed by inet_ntop ("10.0.0.2", "fd00::2"); loopback, unspecified and link-local IPv6
+// (fe80::/10) addresses are left out (link-local ones repeat on every node). Sorted, without
+// duplicates. Entries without an address or of another family (AF_PACKET) are skipped.
+std::vector<std::string> interfaceAddresses(const struct ifaddrs* list);
+// interfaceAddresses(getifaddrs()); empty (and *error set) when getifaddrs fails.
+std::vector<std::string> readInterfaceAddresses(std::string* error);
+
 struct InventoryOptions {
   std::string nvidia_smi = "nvidia-smi";  // path or name on PATH; "" = no GPU inventory
   std::string sysfs_root = "/sys";
+  bool read_addresses = true;             // false: no addresses in the inventory
   int timeout_ms = 15'000;                // the command is killed after this (real time)
   size_t max_output_bytes = 1 << 20;
 };

@@ -138,6 +138,10 @@ uint64_t inventoryHash(const NodeInventory& inv) {
   }
   mix(inv.gpu_error);
   mix(inv.hca_error);
+  for (const auto& a : inv.addresses) {
+    mix("addr");
+    mix(a);
+  }
   return h == 0 ? 1 : h;
 }
 
@@ -177,6 +181,8 @@ std::string encodeHeartbeat(const HeartbeatData& hb) {
       hcas[i].setState(inv.hcas[i].state);
       hcas[i].setLinkLayer(inv.hcas[i].link_layer);
     }
+    auto addrs = b.initAddresses(static_cast<unsigned>(inv.addresses.size()));
+    for (unsigned i = 0; i < inv.addresses.size(); ++i) addrs.set(i, inv.addresses[i]);
   }
   auto srcs = root.initSources(static_cast<unsigned>(hb.sources.size()));
   for (unsigned i = 0; i < hb.sources.size(); ++i) {
@@ -227,11 +233,13 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
       inv.hca_error = text(r.getHcaError());
       wire_detail::checkListSize(r.getGpus(), limits.max_node_list, "gpus");
       wire_detail::checkListSize(r.getHcas(), limits.max_node_list, "hcas");
+      wire_detail::checkListSize(r.getAddresses(), limits.max_node_list, "addresses");
       for (auto g : r.getGpus())
         inv.gpus.push_back({g.getIndex(), text(g.getPciBusId()), text(g.getUuid()), text(g.getSerial())});
       for (auto p : r.getHcas())
         inv.hcas.push_back({text(p.getName()), text(p.getPciAddress()), p.getPort(), text(p.getState()),
                             text(p.getLinkLayer())});
+      for (auto a : r.getAddresses()) inv.addresses.push_back(text(a));
       hb.inventory = std::move(inv);
     }
     wire_detail::checkListSize(root.getSources(), limits.max_node_list, "sources");

@@ -98,12 +98,18 @@ struct NodeInventory {
   std::vector<HcaPortInfo> hcas;
   std::string gpu_error;  // why the GPU list may be incomplete ("" = read fine)
   std::string hca_error;
-  // Same devices and errors; the collection time is ignored.
+  // IPv4 and IPv6 addresses of the node's non-loopback interfaces (link-local IPv6 left out),
+  // as inet_ntop prints them, sorted: where the peer an NCCL/verbs error names is. Empty from an
+  // agent that does not send them.
+  std::vector<std::string> addresses;
+  // Same devices, addresses and errors; the collection time is ignored.
   bool sameDevices(const NodeInventory& o) const {
-    return gpus == o.gpus && hcas == o.hcas && gpu_error == o.gpu_error && hca_error == o.hca_error;
+    return gpus == o.gpus && hcas == o.hcas && gpu_error == o.gpu_error && hca_error == o.hca_error &&
+           addresses == o.addresses;
   }
 };
-// A stable 64-bit hash of the devices and errors (not the time), never 0.
+// A stable 64-bit hash of the devices, addresses and errors (not the time), never 0. An inventory
+// without addresses hashes as it did before they were added.
 uint64_t inventoryHash(const NodeInventory& inv);
 
 struct HeartbeatData {

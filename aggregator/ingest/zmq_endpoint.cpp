@@ -41,6 +41,7 @@ HeartbeatInfo toInfo(const common::HeartbeatData& hb) {
   info.spool_bytes = hb.spool_bytes;
   info.dropped_symptoms = hb.dropped_symptoms;
   info.next_sequence = hb.next_sequence;
+  info.inventory = hb.inventory;
   return info;
 }
 

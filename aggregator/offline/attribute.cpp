@@ -37,6 +37,7 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
   for (const auto& [node, info] : bundle->nodes) {
     if (info.nvswitch) with_facts.node_facts[node].nvswitch = info.nvswitch;
     if (!info.addresses.empty()) with_facts.node_facts[node].addresses = info.addresses;
+    if (info.gpu_count) with_facts.node_facts[node].gpu_count = info.gpu_count;
   }
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);

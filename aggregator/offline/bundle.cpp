@@ -73,7 +73,8 @@ NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
     if (info.zone) info.zone_source = fmt::format("node.json {}", key);
     else *warning = fmt::format("node.json {} '{}': {}", key, spec, err);
   }
-  if (j.contains("gpus") && j["gpus"].is_array())
+  if (j.contains("gpus") && j["gpus"].is_array()) {
+    info.gpu_count = static_cast<int>(j["gpus"].size());
     for (const auto& g : j["gpus"]) {
       if (!g.is_object()) continue;
       GpuInfo gi;
@@ -83,6 +84,7 @@ NodeInfo parseNodeJson(const std::string& text, std::string* warning) {
       gi.serial = g.value("serial", "");
       info.gpus.push_back(gi);
     }
+  }
   if (j.contains("nvswitches") && j["nvswitches"].is_number_integer()) info.nvswitch = j["nvswitches"].get<int>() > 0;
   if (j.contains("nvswitch") && j["nvswitch"].is_boolean()) info.nvswitch = j["nvswitch"].get<bool>();
   if (j.contains("ip") && j["ip"].is_string()) info.addresses.push_back(j["ip"].get<std::string>());

@@ -35,6 +35,9 @@ struct NodeInfo {
   std::shared_ptr<const common::TimeZone> zone;
   std::string zone_source;  // "node.json timezone", ...
   std::vector<GpuInfo> gpus;
+  // node.json "gpus" array's size when the key is there (a node listing fewer GPUs than its
+  // peers lost one before the job); nullopt when node.json does not list GPUs.
+  std::optional<int> gpu_count;
   std::map<int, int> local_rank_to_gpu;
   // node.json "nvswitches" (a count) or "nvswitch" (true/false); nullopt when not stated.
   std::optional<bool> nvswitch;

@@ -160,6 +160,17 @@ CREATE TABLE job_outputs(
   symptoms TEXT NOT NULL,
   UNIQUE(job_id, source));
 )sql",
+    // 4: node inventory. The latest inventory each node's agent sent in a heartbeat (GPUs, HCA
+    // ports, network addresses), replaced when a newer one arrives: the verdict engine resolves
+    // peer addresses to nodes and counts a node's GPUs with it.
+    R"sql(
+CREATE TABLE node_inventory(
+  node TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  collected_ns INTEGER NOT NULL,
+  received_ns INTEGER NOT NULL,
+  inventory TEXT NOT NULL);
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

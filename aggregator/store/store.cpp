@@ -331,6 +331,10 @@ bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authentica
     s.bind(1, hb.hostname).bind(2, src.source).bind(3, src.format).bind(4, src.status).bind(5, src.reason);
     s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now).step();
   }
+  if (hb.inventory && !putInventoryLocked(hb.hostname, hb.agent_id, *hb.inventory, now)) {
+    *reason = "store: " + db_->errmsg();
+    return false;
+  }
   std::string err;
   if (!tx.commit(&err)) {
     *reason = "store: " + err;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "aggregator/clock.h"
 #include "common/diagnosis.h"
 #include "common/job.h"
+#include "common/protocol.h"
 #include "common/relay_wire.h"
 #include "common/symptom.h"
 #include "common/wire.h"
@@ -81,6 +83,9 @@ struct HeartbeatInfo {
   uint64_t spool_bytes = 0;
   uint64_t dropped_symptoms = 0;
   uint64_t next_sequence = 0;
+  // Set when the heartbeat carried the node's inventory (it changed, or every Nth beat); unset
+  // means "unchanged", so the stored one stays.
+  std::optional<common::NodeInventory> inventory;
 };
 
 struct AgentRow {
@@ -173,6 +178,12 @@ struct VerdictRow {
   size_t symptoms = 0;
   std::vector<std::string> missing_nodes;
   common::Diagnosis diagnosis;
+};
+
+// A node's record in other jobs' verdicts (Store::recentFailures).
+struct NodeFailures {
+  size_t failures = 0;               // failed jobs whose latest verdict names the node responsible
+  std::vector<std::string> job_ids;  // the newest of them (by job end), newest first
 };
 
 struct NodeEvent {
@@ -277,6 +288,14 @@ class Store {
   std::vector<NodeRow> nodes();
   std::optional<NodeRow> node(const std::string& hostname);
   std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
+  // The latest inventory stored for each of `nodes` that has one (from agents' heartbeats).
+  std::map<std::string, common::NodeInventory> inventories(const std::vector<std::string>& nodes);
+  // Per node of `nodes` named in responsible_nodes of the latest verdict of a failed job (other
+  // than `exclude_job_id`, of the same `site`) that ended in [since_ns, until_ns]: how many such
+  // jobs and up to `max_job_ids` of them. Nodes never named are left out.
+  std::map<std::string, NodeFailures> recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
+                                                     int64_t until_ns, const std::string& exclude_job_id,
+                                                     const std::string& site, size_t max_job_ids);
   bool addNodeEvent(const NodeEvent& e);
 
   // Small key/value state (engine watermarks).
@@ -325,6 +344,8 @@ class Store {
   std::optional<JobRow> jobLocked(const std::string& job_id);
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
+  bool putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
+                          int64_t now_ns);
 
   // Recursive: a group commit holds it from beginGroup to endGroup while the calls inside lock it
   // again. `waiters_` counts threads queued for it, so a group can end early and let them in.

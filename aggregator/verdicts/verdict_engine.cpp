@@ -27,9 +27,40 @@ std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job) {
   return out;
 }
 
+common::CorrelatorOptions VerdictEngine::correlatorOptions(const JobRow& job) {
+  common::CorrelatorOptions c = options_.correlator;
+  auto inventories = store_.inventories(job.info.nodes);
+  // An address on several of the job's nodes (a container bridge's 172.17.0.1, a shared virtual
+  // address) names none of them.
+  std::map<std::string, int> holders;
+  for (const auto& [node, inv] : inventories)
+    for (const auto& a : inv.addresses) ++holders[a];
+  for (auto& [node, inv] : inventories) {
+    auto& facts = c.node_facts[node];
+    std::vector<std::string> own;
+    for (auto& a : inv.addresses)
+      if (holders[a] == 1) own.push_back(std::move(a));
+    if (!own.empty()) facts.addresses = std::move(own);
+    // A GPU list nvidia-smi could not read fully says nothing about how many GPUs there are.
+    if (inv.gpu_error.empty()) facts.gpu_count = static_cast<int>(inv.gpus.size());
+  }
+  const int64_t end = job.info.end_ns;
+  auto failures = store_.recentFailures(job.info.nodes, end - options_.node_history_window_ns, end, job.info.job_id,
+                                        job.site, options_.node_history_jobs);
+  for (const auto& node : job.info.nodes) {
+    auto& h = c.node_history[node];
+    h.window_ns = options_.node_history_window_ns;
+    if (auto it = failures.find(node); it != failures.end()) {
+      h.failures = static_cast<int>(it->second.failures);
+      h.jobs = std::move(it->second.job_ids);
+    }
+  }
+  return c;
+}
+
 VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason) {
   const int64_t now = clock_.nowNs();
-  const auto& c = options_.correlator;
+  const common::CorrelatorOptions c = correlatorOptions(job);
   // Window: the correlator decides what counts; fetch what it could use. A job without a known
   // start is looked at from a day before its end.
   int64_t start = job.info.start_ns ? job.info.start_ns : job.info.end_ns - 86400 * kSecondNs;

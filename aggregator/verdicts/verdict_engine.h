@@ -38,6 +38,13 @@ struct VerdictOptions {
   int64_t agent_timeout_ns = 90 * kSecondNs;
   // Stop waiting for silent nodes after this long: the verdict becomes final on partial evidence.
   int64_t final_timeout_ns = 3600 * kSecondNs;
+  // Node history: other failed jobs that ended this long before a job's end and whose latest
+  // verdict blamed one of its nodes (common::NodeHistory; a repeat offender's weak verdict gains
+  // confidence), and how many of their ids the explanation may name.
+  int64_t node_history_window_ns = 7 * 86400 * kSecondNs;
+  size_t node_history_jobs = 5;
+  // node_facts and node_history given here are completed per job from the store (addresses and
+  // GPU count from the agents' inventories; history from stored verdicts).
   common::CorrelatorOptions correlator;
 };
 
@@ -57,6 +64,10 @@ class VerdictEngine {
   size_t tick();
   // The verdict `job` would get now (not stored).
   VerdictRow evaluate(const JobRow& job, const std::string& reason);
+  // What `job` is judged with: options().correlator plus what the store knows of the job's nodes —
+  // addresses and GPU count from their latest inventories (GPU count only from a list read
+  // without error), and each node's record in other failed jobs' verdicts (node_history).
+  common::CorrelatorOptions correlatorOptions(const JobRow& job);
 
   const VerdictOptions& options() const { return options_; }
 

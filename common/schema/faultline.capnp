@@ -176,6 +176,9 @@ struct NodeInventory {
   hcas @2 :List(HcaPort);
   gpuError @3 :Text;            # why the GPU list may be incomplete ("" = read fine)
   hcaError @4 :Text;
+  addresses @5 :List(Text);     # IPv4/IPv6 addresses of the non-loopback interfaces (no link-local
+                                # IPv6), sorted; resolves the peer address an error names to a node.
+                                # Empty from an agent that predates it.
 }
 
 struct GpuInfo {

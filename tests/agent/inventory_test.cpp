@@ -3,13 +3,21 @@
 // hang), and the agent sending the inventory at start, on change and every Nth heartbeat.
 #include "agent/inventory.h"
 
+#include <arpa/inet.h>
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 
 #include "agent/agent.h"
+#include "common/schema/faultline.capnp.h"
 #include "tests/agent/test_util.h"
 
 using namespace faultline;
@@ -52,7 +60,120 @@ void fakeHca(const std::string& root, const std::string& name, const std::string
   writeFile((dev / "ports" / std::to_string(port) / "link_layer").string(), layer + "\n");
 }
 
+// A getifaddrs()-shaped list built by hand: each entry owns its sockaddr.
+class IfaddrsList {
+ public:
+  IfaddrsList& add(const char* name, unsigned flags, int family, const char* address) {
+    auto& e = entries_.emplace_back();
+    e.name = name;
+    e.ifa.ifa_name = e.name.data();
+    e.ifa.ifa_flags = flags;
+    if (family == AF_INET) {
+      e.addr.v4.sin_family = AF_INET;
+      REQUIRE(::inet_pton(AF_INET, address, &e.addr.v4.sin_addr) == 1);
+    } else if (family == AF_INET6) {
+      e.addr.v6.sin6_family = AF_INET6;
+      REQUIRE(::inet_pton(AF_INET6, address, &e.addr.v6.sin6_addr) == 1);
+    } else {
+      e.addr.any.sa_family = static_cast<sa_family_t>(family);  // AF_PACKET: no IP address
+    }
+    e.ifa.ifa_addr = family < 0 ? nullptr : &e.addr.any;
+    return *this;
+  }
+  const struct ifaddrs* head() {
+    for (size_t i = 0; i < entries_.size(); ++i)
+      entries_[i].ifa.ifa_next = i + 1 < entries_.size() ? &entries_[i + 1].ifa : nullptr;
+    return entries_.empty() ? nullptr : &entries_.front().ifa;
+  }
+
+ private:
+  struct Entry {
+    std::string name;
+    struct ifaddrs ifa = {};
+    union {
+      sockaddr any;
+      sockaddr_in v4;
+      sockaddr_in6 v6;
+      sockaddr_storage storage;
+    } addr = {};
+  };
+  std::deque<Entry> entries_;  // stable addresses: the list links into it
+};
+
 }  // namespace
+
+TEST_CASE("inventory: interface addresses from a getifaddrs list", "[inventory]") {
+  IfaddrsList l;
+  l.add("lo", IFF_UP | IFF_LOOPBACK, AF_INET, "127.0.0.1")
+      .add("lo", IFF_UP | IFF_LOOPBACK, AF_INET6, "::1")
+      .add("eth0", IFF_UP, AF_PACKET, nullptr)
+      .add("ib0", IFF_UP, AF_INET, "192.168.5.7")
+      .add("eth0", IFF_UP, AF_INET, "10.0.0.2")
+      .add("eth0", IFF_UP, AF_INET6, "fe80::a00:27ff:fe4e:66a1")  // link-local: on every node
+      .add("ib0", IFF_UP, AF_INET6, "fd00:0:0:0::2")              // printed canonically
+      .add("eth0:1", IFF_UP, AF_INET, "10.0.0.2")                 // the same address twice
+      .add("tun0", IFF_UP, -1, nullptr)                           // no address at all
+      .add("ib1", 0, AF_INET, "192.168.6.7")                      // down, still this node's
+      .add("dummy0", IFF_UP, AF_INET, "0.0.0.0");
+  CHECK(interfaceAddresses(l.head()) ==
+        std::vector<std::string>{"10.0.0.2", "192.168.5.7", "192.168.6.7", "fd00::2"});
+  CHECK(interfaceAddresses(nullptr).empty());
+
+  // This machine's own list: whatever it holds, never a loopback or link-local address.
+  std::string error;
+  auto mine = readInterfaceAddresses(&error);
+  CHECK(error.empty());
+  CHECK(std::is_sorted(mine.begin(), mine.end()));
+  for (const auto& a : mine) {
+    CHECK(a != "127.0.0.1");
+    CHECK(a != "::1");
+    CHECK(a.rfind("fe80:", 0) != 0);
+  }
+}
+
+TEST_CASE("inventory: addresses survive the heartbeat codec; an inventory without them decodes as empty",
+          "[inventory]") {
+  common::HeartbeatData hb;
+  hb.agent_id = "agent-1";
+  hb.hostname = "gpu-node-2";
+  common::NodeInventory inv;
+  inv.collected_ns = 1'700'000'000'000'000'000;
+  inv.gpus.push_back({0, "0000:18:00.0", "GPU-1", "1650922021234"});
+  const uint64_t hash_without = common::inventoryHash(inv);
+  inv.addresses = {"10.0.0.2", "192.168.5.7", "fd00::2"};
+  hb.inventory_hash = common::inventoryHash(inv);
+  CHECK(hb.inventory_hash != hash_without);  // a changed address is a changed inventory
+  hb.inventory = inv;
+  std::string reason;
+  auto got = common::decodeHeartbeat(common::encodeHeartbeat(hb), &reason);
+  REQUIRE(got);
+  REQUIRE(got->inventory);
+  CHECK(got->inventory->addresses == inv.addresses);
+  CHECK(got->inventory->sameDevices(inv));
+  CHECK(common::inventoryHash(*got->inventory) == hb.inventory_hash);
+  auto moved = inv;
+  moved.addresses = {"10.0.0.3"};
+  CHECK_FALSE(moved.sameDevices(inv));
+
+  // An agent from before addresses: its NodeInventory has no field 5 at all.
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<schema::Heartbeat>();
+  root.setAgentId("agent-1");
+  root.setHostname("gpu-node-2");
+  auto old = root.initInventory();
+  old.setCollectedNs(inv.collected_ns);
+  auto gpus = old.initGpus(1);
+  gpus[0].setIndex(0);
+  gpus[0].setPciBusId("0000:18:00.0");
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, message);
+  auto bytes = out.getArray();
+  got = common::decodeHeartbeat(std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size()), &reason);
+  REQUIRE(got);
+  REQUIRE(got->inventory);
+  CHECK(got->inventory->gpus.size() == 1);
+  CHECK(got->inventory->addresses.empty());
+}
 
 TEST_CASE("inventory: nvidia-smi CSV lines become GPUs with normalised PCI ids", "[inventory]") {
   std::string error;

@@ -125,6 +125,7 @@ inline common::HeartbeatData sampleHeartbeat(bool with_inventory) {
                 {"mlx5_1", "0000:1f:00.0", 1, "DOWN", "Ethernet"}};
     inv.gpu_error = "GPU 7: nvidia-smi reported [Unknown Error]";
     inv.hca_error = "mlx5_9: no device link";
+    inv.addresses = {"10.0.0.18", "fd00::18"};
     hb.inventory_hash = common::inventoryHash(inv);
     hb.inventory = std::move(inv);
   }

@@ -40,17 +40,17 @@ TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store
 TEST_CASE("store: a database of the previous schema is upgraded in place, its rows kept", "[store]") {
   TempDir dir;
   ManualClock clock(kT0);
-  // Schema 2 as the previous release left it (migrations 0 and 1 only), with a job in it.
+  // The schema as the previous release left it (every migration but the newest), with a job in it.
   {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(dir.file("old.db").c_str(), &db) == SQLITE_OK);
     REQUIRE(kStoreMigrationCount >= 3);
     for (size_t i = 0; i < kStoreMigrationCount - 1; ++i)
       REQUIRE(sqlite3_exec(db, kStoreMigrations[i], nullptr, nullptr, nullptr) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db,
-                         "INSERT INTO jobs(job_id, state, terminal_state, end_ns, nodelist, updated_ns) "
-                         "VALUES('41', 'FAILED', 'fail', 1, 'gpu-01', 1); PRAGMA user_version=2",
-                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    const std::string fill = "INSERT INTO jobs(job_id, state, terminal_state, end_ns, nodelist, updated_ns) "
+                             "VALUES('41', 'FAILED', 'fail', 1, 'gpu-01', 1); PRAGMA user_version=" +
+                             std::to_string(kStoreMigrationCount - 1);
+    REQUIRE(sqlite3_exec(db, fill.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
   auto store = openStore(dir.file("old.db"), clock);
@@ -66,6 +66,14 @@ TEST_CASE("store: a database of the previous schema is upgraded in place, its ro
   REQUIRE(store->putJobOutput(o, &error));
   REQUIRE(store->jobOutputs("41").size() == 1);
   CHECK(store->jobOutputs("41")[0].symptoms.at(0).rule_id == "python.exception");
+  // Migration 4: node inventories.
+  HeartbeatInfo hb;
+  hb.agent_id = "agent-gpu-01";
+  hb.hostname = "gpu-01";
+  hb.inventory = common::NodeInventory{};
+  hb.inventory->addresses = {"10.0.0.1"};
+  REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &error));
+  CHECK(store->inventories({"gpu-01"}).at("gpu-01").addresses == std::vector<std::string>{"10.0.0.1"});
 }
 
 TEST_CASE("store: a batch is stored once, replays are duplicates, bad batches are rejected", "[store]") {

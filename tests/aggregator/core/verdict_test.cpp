@@ -9,6 +9,7 @@
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
 #include "common/rule_engine.h"
+#include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -42,8 +43,10 @@ struct Fixture {
     options.final_timeout_ns = 1800 * kSec;
     engine = std::make_unique<VerdictEngine>(*store, clock, shippedRules(), options, &metrics);
   }
-  void heartbeat(const std::string& node, int64_t created_ns, uint64_t spool = 0) {
+  void heartbeat(const std::string& node, int64_t created_ns, uint64_t spool = 0,
+                 std::optional<common::NodeInventory> inventory = std::nullopt) {
     HeartbeatInfo hb;
+    hb.inventory = std::move(inventory);
     hb.agent_id = "agent-" + node;
     hb.hostname = node;
     hb.boot_id = "boot-1";
@@ -54,15 +57,7 @@ struct Fixture {
     REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &reason));
   }
   void job(const std::string& id, const std::string& nodes, int64_t start, int64_t end, const std::string& state) {
-    JobUpdate u;
-    u.job_id = id;
-    u.nodelist = nodes;
-    u.start_ns = start;
-    u.end_ns = end;
-    u.state = state;
-    u.source = "test";
-    std::string error;
-    REQUIRE(store->recordJob(u, &error));
+    recordTestJob(*store, id, nodes, start, end, state);
   }
   void ingest(const common::SymptomBatchData& b) {
     REQUIRE(store->ingestBatch(b, b.header.agent_id).status == IngestResult::Status::kStored);
@@ -259,6 +254,22 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
     if (!bundle->job.end_ns) continue;  // a live job needs an end to be judged
     Fixture f;
     f.clock.advance(bundle->job.end_ns - kT0);
+    // What node.json says of a node (its GPUs, its addresses) the node's agent sends live as its
+    // inventory.
+    for (const auto& [node, info] : bundle->nodes) {
+      if (!info.gpu_count && info.addresses.empty()) continue;
+      common::NodeInventory inv;
+      inv.addresses = info.addresses;
+      if (info.gpu_count)
+        for (int i = 0; i < *info.gpu_count; ++i) {
+          const bool listed = size_t(i) < info.gpus.size();
+          inv.gpus.push_back({uint32_t(listed ? info.gpus[i].index : i), listed ? info.gpus[i].pci : "",
+                              listed ? info.gpus[i].uuid : "", listed ? info.gpus[i].serial : ""});
+        }
+      else
+        inv.gpu_error = "node.json lists no GPUs";  // a GPU count the live side does not know either
+      f.heartbeat(node, bundle->job.start_ns, 0, std::move(inv));
+    }
     // Node logs reach the aggregator from each node's agent; the job-wide logs at the bundle's
     // top (the job's output file) from `faultline job output`, one upload per file.
     std::map<std::string, common::SymptomBatchData> batches;

@@ -157,6 +157,21 @@ TEST_CASE("zmq endpoint: an allowed key is accepted, its batch stored and acked,
   CHECK(agents[0].hostname == "gpu-01");
   REQUIRE(agents[0].sources.size() == 1);
   CHECK(agents[0].sources[0].records == 5);
+  CHECK(f.store->inventories({"gpu-01"}).empty());  // that heartbeat carried none
+
+  // The next one carries the node's inventory: stored with its addresses for the verdicts.
+  common::NodeInventory inv;
+  inv.collected_ns = kT0;
+  inv.gpus.push_back({0, "0000:18:00.0", "GPU-1", ""});
+  inv.addresses = {"10.0.0.1", "fd00::1"};
+  hb.inventory = inv;
+  hb.inventory_hash = common::inventoryHash(inv);
+  c->send({"heartbeat", common::encodeHeartbeat(hb)});
+  REQUIRE(waitFor([&] { return f.metrics.counter("faultline_heartbeats_total") == 2; }));
+  auto stored = f.store->inventories({"gpu-01"});
+  REQUIRE(stored.count("gpu-01") == 1);
+  CHECK(stored["gpu-01"].addresses == inv.addresses);
+  CHECK(stored["gpu-01"].gpus.size() == 1);
 }
 
 TEST_CASE("zmq endpoint: an unknown key is refused at the handshake and counted", "[zmq]") {

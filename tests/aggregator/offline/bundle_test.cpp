@@ -201,3 +201,21 @@ TEST_CASE("node-local stamps are placed through the node's zone, else the job's,
     if (c.node == "n3" && fs::path(c.source).filename() == "dmesg-T.txt")
       CHECK(c.clock == "+00:00 (no zone in node.json or job.json: UTC assumed)");
 }
+
+TEST_CASE("node.json \"gpus\" gives the node's GPU count, only when the key is there", "[bundle]") {
+  TempDir t;
+  write(t.path / "job.json", kJob);
+  write(t.path / "nodes/n1/node.json", R"({"gpus": [{"index": 0, "pci_bus_id": "00000000:3B:00.0"},
+    {"index": 1, "pci_bus_id": "00000000:5E:00.0"}, "not an object, still a GPU listed"]})");
+  write(t.path / "nodes/n2/node.json", R"({"gpus": []})");
+  write(t.path / "nodes/n3/node.json", R"({"ip": "10.0.0.3"})");
+  for (const char* n : {"n1", "n2", "n3"}) write(t.path / "nodes" / n / "dmesg.txt", "[ 1.0] hello\n");
+  std::string error;
+  auto b = offline::loadBundle(t.path.string(), engine(), &error);
+  REQUIRE(b);
+  CHECK(b->nodes["n1"].gpu_count == 3);
+  CHECK(b->nodes["n1"].gpus.size() == 2);  // the usable entries
+  CHECK(b->nodes["n2"].gpu_count == 0);
+  CHECK_FALSE(b->nodes["n3"].gpu_count);
+  CHECK(b->nodes["n3"].addresses == std::vector<std::string>{"10.0.0.3"});
+}

@@ -1,0 +1,94 @@
+// The Store's per-node facts for the verdict engine (store.h): the latest inventory each agent
+// sent, and a node's record in other jobs' verdicts. Same rules as store.cpp: bound parameters
+// only, errors returned, never thrown.
+#include "aggregator/store/sqlite.h"
+#include "aggregator/store/store.h"
+
+namespace faultline::aggregator {
+
+using nlohmann::json;
+using sql::Stmt;
+
+namespace {
+
+json inventoryToJson(const common::NodeInventory& inv) {
+  json gpus = json::array(), hcas = json::array();
+  for (const auto& g : inv.gpus)
+    gpus.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"uuid", g.uuid}, {"serial", g.serial}});
+  for (const auto& p : inv.hcas)
+    hcas.push_back({{"name", p.name},
+                    {"pci_address", p.pci_address},
+                    {"port", p.port},
+                    {"state", p.state},
+                    {"link_layer", p.link_layer}});
+  return json{{"collected_ns", inv.collected_ns}, {"gpus", gpus},          {"hcas", hcas},
+              {"gpu_error", inv.gpu_error},     {"hca_error", inv.hca_error}, {"addresses", inv.addresses}};
+}
+
+common::NodeInventory inventoryFromJson(const json& j) {
+  common::NodeInventory inv;
+  if (!j.is_object()) return inv;
+  inv.collected_ns = j.value("collected_ns", int64_t{0});
+  inv.gpu_error = j.value("gpu_error", "");
+  inv.hca_error = j.value("hca_error", "");
+  if (j.contains("gpus") && j["gpus"].is_array())
+    for (const auto& g : j["gpus"])
+      if (g.is_object())
+        inv.gpus.push_back({g.value("index", uint32_t{0}), g.value("pci_bus_id", ""), g.value("uuid", ""),
+                            g.value("serial", "")});
+  if (j.contains("hcas") && j["hcas"].is_array())
+    for (const auto& p : j["hcas"])
+      if (p.is_object())
+        inv.hcas.push_back({p.value("name", ""), p.value("pci_address", ""), p.value("port", uint32_t{0}),
+                            p.value("state", ""), p.value("link_layer", "")});
+  if (j.contains("addresses") && j["addresses"].is_array())
+    for (const auto& a : j["addresses"])
+      if (a.is_string()) inv.addresses.push_back(a.get<std::string>());
+  return inv;
+}
+
+}  // namespace
+
+bool Store::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
+                               int64_t now_ns) {
+  Stmt s(db_->get(),
+         "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory) VALUES(?1,?2,?3,?4,?5) "
+         "ON CONFLICT(node) DO UPDATE SET agent_id=?2, collected_ns=?3, received_ns=?4, inventory=?5");
+  s.bind(1, node).bind(2, agent_id).bind(3, inv.collected_ns).bind(4, now_ns).bind(5, inventoryToJson(inv).dump());
+  return s.step() == SQLITE_DONE;
+}
+
+std::map<std::string, common::NodeInventory> Store::inventories(const std::vector<std::string>& nodes) {
+  Lock lock(*this);
+  Stmt s(db_->get(), "SELECT node, inventory FROM node_inventory WHERE node IN (SELECT value FROM json_each(?1))");
+  s.bind(1, json(nodes).dump());
+  std::map<std::string, common::NodeInventory> out;
+  while (s.step() == SQLITE_ROW) out[s.text(0)] = inventoryFromJson(json::parse(s.text(1), nullptr, false));
+  return out;
+}
+
+std::map<std::string, NodeFailures> Store::recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
+                                                          int64_t until_ns, const std::string& exclude_job_id,
+                                                          const std::string& site, size_t max_job_ids) {
+  Lock lock(*this);
+  // One pass over the window's jobs (jobs_by_end), each latest verdict's responsible list read
+  // once, kept only for the asked nodes; a job naming a node twice (two devices) counts once.
+  Stmt s(db_->get(),
+         "SELECT DISTINCT json_extract(r.value, '$.node') AS blamed, j.job_id, j.end_ns "
+         "FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1, "
+         "json_each(v.diagnosis, '$.responsible_nodes') r "
+         "WHERE j.end_ns >= ?2 AND j.end_ns <= ?3 AND j.job_id != ?4 AND j.site = ?5 "
+         "AND j.terminal_state NOT IN ('', 'success') "
+         "AND json_extract(r.value, '$.node') IN (SELECT value FROM json_each(?1)) "
+         "ORDER BY blamed, j.end_ns DESC, j.job_id DESC");
+  s.bind(1, json(nodes).dump()).bind(2, since_ns).bind(3, until_ns).bind(4, exclude_job_id).bind(5, site);
+  std::map<std::string, NodeFailures> out;
+  while (s.step() == SQLITE_ROW) {
+    auto& f = out[s.text(0)];
+    ++f.failures;
+    if (f.job_ids.size() < max_job_ids) f.job_ids.push_back(s.text(1));
+  }
+  return out;
+}
+
+}  // namespace faultline::aggregator
