@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
   vo.agent_timeout_ns = secs(agent_timeout);
   vo.final_timeout_ns = secs(final_timeout);
   VerdictEngine engine(*store, clock, loaded.rules, vo, &metrics);
-  Api api(*store, &engine, metrics, clock, ApiOptions{token, vo.agent_timeout_ns, db});
+  Api api(*store, &engine, metrics, clock, ApiOptions{token, vo.agent_timeout_ns});
+  api.setStoreFile(db);
 
   net::io_context io;
   HttpServer server(io, api);

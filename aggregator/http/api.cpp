@@ -174,11 +174,11 @@ HttpResponse Api::ui(const std::string& path) {
 
 UiReader* Api::uiReader(std::string* error) {
   if (!ui_reader_) {
-    if (options_.store_path.empty()) {
+    if (store_file_.empty()) {
       *error = "this server has no store file for the dashboard's reads";
       return nullptr;
     }
-    ui_reader_ = UiReader::open(options_.store_path, error);
+    ui_reader_ = UiReader::open(store_file_, error);
   }
   return ui_reader_.get();
 }

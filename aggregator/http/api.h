@@ -39,9 +39,6 @@ struct ApiOptions {
   // Bearer token for the write endpoints; empty disables them (403).
   std::string write_token;
   int64_t agent_timeout_ns = 90 * kSecondNs;
-  // The store's SQLite file: the dashboard's reads (GET /jobs with offset/rule/q/total,
-  // /fleet/...) use a second, read-only connection to it. Empty: those answer 503.
-  std::string store_path;
 };
 
 class Api {
@@ -53,6 +50,9 @@ class Api {
   // The Authorization header carries the write token (the server lets such requests send
   // larger bodies: job outputs).
   bool writeAuthorized(std::string_view authorization) const;
+  // The store's SQLite file: the dashboard's reads (GET /jobs with offset/rule/q/total,
+  // /fleet/...) use a second, read-only connection to it. Unset: those answer 503.
+  void setStoreFile(std::string path) { store_file_ = std::move(path); }
 
  private:
   HttpResponse route(const HttpRequest& request, const std::string& path,
@@ -73,6 +73,7 @@ class Api {
   Metrics& metrics_;
   const Clock& clock_;
   ApiOptions options_;
+  std::string store_file_;
   std::unique_ptr<UiReader> ui_reader_;  // opened on first use
 };
 
