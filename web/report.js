@@ -5,11 +5,11 @@
   var page = document.getElementById("page");
   var text = document.getElementById("diagnosis").textContent;
   var d = JSON.parse(text);
-  var href = "#";
+  var link = "#";
   try {
-    href = URL.createObjectURL(new Blob([JSON.stringify(d, null, 2) + "\n"], {type: "application/json"}));
+    link = URL.createObjectURL(new Blob([JSON.stringify(d, null, 2) + "\n"], {type: "application/json"}));
   } catch (e) { /* very old browser: the link stays inert */ }
-  window.FaultlineView.render(page, d, {job: null, jsonHref: href,
+  window.FaultlineView.render(page, d, {job: null, jsonHref: link,
     jsonDownload: "faultline-" + String(d.job_id || "job").replace(/[^A-Za-z0-9_.+-]/g, "_") + ".json"});
   document.title = "faultline: job " + (d.job_id || "") + " — " + (d.sub_domain || "");
   document.body.dataset.ready = "1";

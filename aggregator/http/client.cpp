@@ -72,7 +72,9 @@ std::optional<HttpResult> httpCall(const std::string& base_url, const std::strin
       return std::nullopt;
     }
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    return HttpResult{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    HttpResult out(static_cast<int>(parser.get().result_int()), parser.get().body());
+    for (const auto& f : parser.get()) out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    return out;
   } catch (const std::exception& e) {
     *error = base_url + ": " + e.what();
     return std::nullopt;

@@ -2,15 +2,33 @@
 // Each call opens one connection; never throws.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace faultline::aggregator {
 
 struct HttpResult {
+  HttpResult() = default;
+  HttpResult(int status_code, std::string response_body,
+             std::vector<std::pair<std::string, std::string>> response_headers = {})
+      : status(status_code), body(std::move(response_body)), headers(std::move(response_headers)) {}
   int status = 0;
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // as received (Content-Type, ...)
+  // The first header called `name` (case-insensitive), or "".
+  std::string header(std::string_view name) const {
+    for (const auto& [k, v] : headers)
+      if (k.size() == name.size() &&
+          std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+        return v;
+    return "";
+  }
 };
 
 // `base_url`: "http://host:port" (optionally with a path prefix). `target` starts with '/'.
