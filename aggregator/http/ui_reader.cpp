@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "aggregator/store/sqlite.h"
 #include "common/job.h"
@@ -17,31 +18,26 @@ namespace {
 constexpr int64_t kDayNs = 86400LL * 1'000'000'000;
 constexpr size_t kMaxDays = 120;
 
-// The optional filters as "(?n = '' OR ...)": the SQL text never depends on the data. ?5 rule,
-// ?6 its prefix ('' when exact), ?7 the literal text that must occur in the diagnosis for that
-// cause (a cheap prefilter before the JSON is parsed), ?8 the LIKE pattern of the text search.
+// The optional filters as "(?n = '' OR ...)": the SQL text never depends on the data. The latest
+// verdict's fields come from temp.ui_latest (see sync()), never from the verdicts table: its rows
+// hold the whole diagnosis, and reading them for 100,000 jobs is what made a page slow. ?5 rule,
+// ?6 its prefix ('' when exact), ?7 the LIKE pattern of the text search.
 constexpr const char* kJobWhere = R"sql(
-FROM jobs j LEFT JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1
+FROM jobs j LEFT JOIN temp.ui_latest c ON c.job_id = j.job_id
 WHERE (?1 = 0 OR (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) >= ?1)
 AND (?2 = '' OR (?2 = 'running' AND j.terminal_state = '') OR (?2 = 'failed' AND j.terminal_state NOT IN ('', 'success'))
      OR j.terminal_state = ?2 OR j.state = ?2)
-AND (?3 = '' OR v.sub_domain = ?3)
+AND (?3 = '' OR c.sub_domain = ?3)
 AND (?4 = '' OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.node = ?4 AND n.job_id = j.job_id))
-AND (?5 = '' OR (instr(v.diagnosis, ?7) > 0 AND (CASE WHEN ?6 = '' THEN json_extract(v.diagnosis, '$.cause.rule_id') = ?5
-     ELSE substr(json_extract(v.diagnosis, '$.cause.rule_id'), 1, length(?6)) = ?6 END)))
-AND (?8 = '' OR j.job_id LIKE ?8 ESCAPE '\' OR j.nodelist LIKE ?8 ESCAPE '\' OR v.sub_domain LIKE ?8 ESCAPE '\'
-     OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.job_id = j.job_id AND n.node LIKE ?8 ESCAPE '\')
-     OR json_extract(v.diagnosis, '$.cause.rule_id') LIKE ?8 ESCAPE '\'
-     OR json_extract(v.diagnosis, '$.cause.summary') LIKE ?8 ESCAPE '\')
+AND (?5 = '' OR (CASE WHEN ?6 = '' THEN c.rule = ?5 ELSE substr(c.rule, 1, length(?6)) = ?6 END))
+AND (?7 = '' OR j.job_id LIKE ?7 ESCAPE '\' OR j.nodelist LIKE ?7 ESCAPE '\' OR c.sub_domain LIKE ?7 ESCAPE '\'
+     OR c.rule LIKE ?7 ESCAPE '\' OR c.summary LIKE ?7 ESCAPE '\'
+     OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.job_id = j.job_id AND n.node LIKE ?7 ESCAPE '\'))
 )sql";
 
 void bindJobFilter(sql::Stmt& s, const JobPageFilter& f) {
-  std::string rule = f.rule, prefix;
-  if (!rule.empty() && rule.back() == '*') prefix = rule.substr(0, rule.size() - 1);
-  // How the stored (compact) diagnosis spells the cause's rule: "rule_id":"xid.79"
-  std::string needle = json(prefix.empty() ? rule : prefix).dump();
-  if (!prefix.empty()) needle.pop_back();  // no closing quote: a prefix
-  needle = "\"rule_id\":" + needle;
+  std::string prefix;
+  if (!f.rule.empty() && f.rule.back() == '*') prefix = f.rule.substr(0, f.rule.size() - 1);
   std::string like;
   if (!f.text.empty()) {
     like = "%";
@@ -51,8 +47,8 @@ void bindJobFilter(sql::Stmt& s, const JobPageFilter& f) {
     }
     like += "%";
   }
-  s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, rule).bind(6, prefix);
-  s.bind(7, needle).bind(8, like);
+  s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, f.rule).bind(6, prefix);
+  s.bind(7, like);
 }
 
 json timeOrNull(int64_t ns) { return ns ? json(common::formatTimeNs(ns)) : json(nullptr); }
@@ -72,11 +68,97 @@ UiReader::~UiReader() = default;
 std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* error) {
   auto db = sql::Db::open(path, true, error);
   if (!db) return nullptr;
-  if (!db->exec("PRAGMA busy_timeout = 2000", error)) return nullptr;
+  // The cache lives in this connection's own temp schema, in memory: the store's file is never
+  // written through it.
+  if (!db->exec("PRAGMA busy_timeout = 2000; PRAGMA temp_store = MEMORY; "
+                "CREATE TEMP TABLE ui_latest(job_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
+                "sub_domain TEXT NOT NULL, rule TEXT, summary TEXT, responsible TEXT NOT NULL) WITHOUT ROWID",
+                error))
+    return nullptr;
   return std::unique_ptr<UiReader>(new UiReader(std::move(db)));
 }
 
+// The latest revision of every job, from the verdicts_latest index alone (its entries carry the
+// key: job_id, revision), compared with the cache; only new or changed revisions are read and
+// their diagnosis parsed once. One snapshot of the store for the sync and the query after it.
+bool UiReader::sync(std::string* error) {
+  // Nothing committed to the store since the last sync (by any other connection): up to date.
+  sql::Stmt version(db_->get(), "PRAGMA data_version");
+  if (version.step() != SQLITE_ROW) {
+    *error = "store: " + db_->errmsg();
+    return false;
+  }
+  if (data_version_ && version.i64(0) == *data_version_) return true;
+  data_version_ = version.i64(0);
+  std::unordered_map<std::string, int64_t> now;
+  {
+    sql::Stmt s(db_->get(), "SELECT job_id, revision FROM verdicts INDEXED BY verdicts_latest WHERE latest = 1");
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) now[s.text(0)] = s.i64(1);
+    if (rc != SQLITE_DONE) {
+      *error = "store: " + db_->errmsg();
+      return false;
+    }
+  }
+  sql::Stmt read(db_->get(),
+                 "SELECT sub_domain, json_extract(diagnosis, '$.cause.rule_id'), json_extract(diagnosis, '$.cause.summary'), "
+                 "(SELECT json_group_array(json_extract(r.value, '$.node')) FROM json_each(diagnosis, '$.responsible_nodes') r) "
+                 "FROM verdicts WHERE job_id = ?1 AND revision = ?2");
+  sql::Stmt put(db_->get(), "INSERT OR REPLACE INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  sql::Stmt drop(db_->get(), "DELETE FROM temp.ui_latest WHERE job_id = ?1");
+  for (auto it = cached_.begin(); it != cached_.end();) {
+    if (now.count(it->first)) {
+      ++it;
+      continue;
+    }
+    drop.reset();
+    drop.bind(1, it->first);
+    drop.step();
+    it = cached_.erase(it);
+  }
+  for (const auto& [job, revision] : now) {
+    auto c = cached_.find(job);
+    if (c != cached_.end() && c->second == revision) continue;
+    read.reset();
+    read.bind(1, job).bind(2, revision);
+    if (read.step() != SQLITE_ROW) continue;  // pruned meanwhile
+    put.reset();
+    put.bind(1, job).bind(2, revision).bind(3, read.text(0));
+    if (read.isNull(1)) put.bindNull(4);
+    else put.bind(4, read.text(1));
+    if (read.isNull(2)) put.bindNull(5);
+    else put.bind(5, read.text(2));
+    put.bind(6, read.text(3));
+    if (put.step() != SQLITE_DONE) {
+      *error = "ui cache: " + db_->errmsg();
+      return false;
+    }
+    cached_[job] = revision;
+  }
+  return true;
+}
+
+// Every read: one transaction, so the sync and the query see the same snapshot of the store.
+template <typename F>
+auto UiReader::withSnapshot(std::string* error, F&& read) -> decltype(read()) {
+  if (!db_->exec("BEGIN", error)) return std::nullopt;
+  decltype(read()) out = std::nullopt;
+  if (sync(error)) out = read();
+  std::string ignore;
+  db_->exec(out ? "COMMIT" : "ROLLBACK", &ignore);
+  if (!out) {  // the cache's writes were rolled back with the rest: start it over next time
+    cached_.clear();
+    data_version_.reset();
+    db_->exec("DELETE FROM temp.ui_latest", &ignore);
+  }
+  return out;
+}
+
 std::optional<json> UiReader::jobs(const JobPageFilter& f, int64_t* total, std::string* error) {
+  return withSnapshot(error, [&]() -> std::optional<json> { return jobsLocked(f, total, error); });
+}
+
+std::optional<json> UiReader::jobsLocked(const JobPageFilter& f, int64_t* total, std::string* error) {
   {
     sql::Stmt c(db_->get(), std::string("SELECT count(*) ") + kJobWhere);
     bindJobFilter(c, f);
@@ -90,18 +172,18 @@ std::optional<json> UiReader::jobs(const JobPageFilter& f, int64_t* total, std::
   // of a diagnosis is parsed only for the rows shown.
   sql::Stmt s(db_->get(), fmt::format(R"sql(
 WITH page AS MATERIALIZED (
-  SELECT j.job_id AS id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t {}
-  ORDER BY t DESC, j.job_id LIMIT ?9 OFFSET ?10)
+  SELECT j.job_id AS id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t, c.revision AS rev {}
+  ORDER BY t DESC, j.job_id LIMIT ?8 OFFSET ?9)
 SELECT j.job_id, j.state, j.terminal_state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.source, j.site,
   (SELECT count(*) FROM job_nodes n WHERE n.job_id = j.job_id),
   v.revision, v.status, v.reason, v.created_ns, v.sub_domain, v.missing_nodes, v.symptoms,
   json_extract(v.diagnosis, '$.systemic'), json_extract(v.diagnosis, '$.cause.rule_id'),
   json_extract(v.diagnosis, '$.cause.summary'), json_extract(v.diagnosis, '$.responsible_nodes')
-FROM page p JOIN jobs j ON j.job_id = p.id LEFT JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1
+FROM page p JOIN jobs j ON j.job_id = p.id LEFT JOIN verdicts v ON v.job_id = p.id AND v.revision = p.rev
 ORDER BY p.t DESC, j.job_id)sql",
                                       kJobWhere));
   bindJobFilter(s, f);
-  s.bind(9, int64_t(f.limit)).bind(10, int64_t(f.offset));
+  s.bind(8, int64_t(f.limit)).bind(9, int64_t(f.offset));
   if (!s.ok()) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
@@ -148,11 +230,14 @@ ORDER BY p.t DESC, j.job_id)sql",
 }
 
 std::optional<json> UiReader::daily(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error) {
+  return withSnapshot(error, [&]() -> std::optional<json> { return dailyLocked(since_ns, now_ns, max_nodes, error); });
+}
+
+std::optional<json> UiReader::dailyLocked(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error) {
   // (end, sub_domain) per failed job and (end, node) per node its verdict blames.
   std::vector<std::pair<int64_t, std::string>> jobs, blamed;
   auto read = [&](const std::string& what, const std::string& join, auto* out) {
-    sql::Stmt s(db_->get(), "SELECT j.end_ns, " + what +
-                                " FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1" + join +
+    sql::Stmt s(db_->get(), "SELECT j.end_ns, " + what + " FROM jobs j JOIN temp.ui_latest c ON c.job_id = j.job_id" + join +
                                 " WHERE j.end_ns >= ?1 AND j.end_ns <= ?2 AND j.terminal_state NOT IN ('', 'success')");
     s.bind(1, since_ns).bind(2, now_ns);
     int rc;
@@ -162,8 +247,7 @@ std::optional<json> UiReader::daily(int64_t since_ns, int64_t now_ns, size_t max
     *error = "store: " + db_->errmsg();
     return false;
   };
-  if (!read("v.sub_domain", "", &jobs) ||
-      !read("json_extract(r.value, '$.node')", " JOIN json_each(v.diagnosis, '$.responsible_nodes') r", &blamed))
+  if (!read("c.sub_domain", "", &jobs) || !read("r.value", " JOIN json_each(c.responsible) r", &blamed))
     return std::nullopt;
   // Days from the first failure in the window to the last, at most kMaxDays (the newest).
   int64_t lo = 0, hi = -1;

@@ -3,6 +3,11 @@
 // recent jobs. A second, read-only SQLite connection to the aggregator's file (WAL: it never
 // blocks the writer, nor waits for it); bound parameters only.
 //
+// The latest verdict of each job (sub_domain, cause rule and summary, blamed nodes) is kept in a
+// cache in the connection's in-memory temp schema, brought up to date before every read from the
+// verdicts_latest index: only revisions made since the last read are parsed. So a page of
+// 100,000 jobs never reads the stored diagnoses except the ones it shows.
+//
 // Threading: one UiReader per thread (the HTTP API's io_context thread).
 #pragma once
 
@@ -10,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +54,15 @@ class UiReader {
 
  private:
   explicit UiReader(std::unique_ptr<sql::Db> db);
+  bool sync(std::string* error);
+  template <typename F>
+  auto withSnapshot(std::string* error, F&& read) -> decltype(read());
+  std::optional<nlohmann::json> jobsLocked(const JobPageFilter& f, int64_t* total, std::string* error);
+  std::optional<nlohmann::json> dailyLocked(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error);
+
   std::unique_ptr<sql::Db> db_;
+  std::unordered_map<std::string, int64_t> cached_;  // job -> revision in temp.ui_latest
+  std::optional<int64_t> data_version_;              // of the store when cached_ was synced
 };
 
 }  // namespace faultline::aggregator

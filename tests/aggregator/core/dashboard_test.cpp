@@ -259,6 +259,17 @@ TEST_CASE("dashboard: GET /jobs pages with a total and filters by rule and text,
   CHECK(f.ids("/jobs?q=ib_port", &total) == Ids{"j2"});
   CHECK(f.ids("/jobs?q=b17&state=failed&since=2024-06-02T00:00:00Z", &total) == Ids{"j6"});
 
+  // A new revision replaces the cached verdict of its job on the next read.
+  auto v = f.store->latestVerdict("j2");
+  REQUIRE(v);
+  v->diagnosis.cause->rule_id = "kernel.ib_link_flap";
+  v->diagnosis.sub_domain = common::SubDomain::kHardware;
+  std::string error;
+  REQUIRE(f.store->addVerdict(*v, &error) == 2);
+  CHECK(f.ids("/jobs?rule=kernel.ib_port_down", &total).empty());
+  CHECK(f.ids("/jobs?rule=kernel.ib_link_flap&sub_domain=hardware", &total) == Ids{"j2"});
+  CHECK(f.getJson("/jobs?rule=kernel.ib_link_flap")[0]["verdict"]["revision"] == 2);
+
   CHECK(f.get("/jobs?offset=x").status == 400);
   CHECK(f.get("/jobs?total=1&since=yesterday").status == 400);
 }
