@@ -103,7 +103,7 @@
     if (!v) return "offline diagnosis of a collected bundle: every log in it was read";
     var why = {
       job_end: "made when the job ended",
-      settle: "every node reported past the job's end",
+      settle: "the settle time after the job's end passed",
       late_symptoms: "symptoms arrived after the previous revision",
       job_output: "the job's output file was uploaded",
       job_update: "the scheduler updated the job",
