@@ -76,7 +76,7 @@
       input("f-since", "since", p.get("since"), "e.g. 7d, 24h"),
       select("f-state", "terminal state", STATES, p.get("state") || ""),
       select("f-sub-domain", "sub_domain", SUB_DOMAINS, p.get("sub_domain") || ""),
-      input("f-node", "node (ran on)", p.get("node"), "gpu-b17"),
+      input("f-node", "responsible node", p.get("blamed"), "gpu-b17"),
       input("f-rule", "cause rule", p.get("rule"), "xid.79"),
       input("f-q", "search", p.get("q"), "job id, node, rule, summary"),
       el("label", {class: "check"}, el("input", {type: "checkbox", id: "f-all", checked: p.get("all") === "1"}),
@@ -101,7 +101,7 @@
       if (val("f-since")) q.set("since", val("f-since"));
       if (state) q.set("state", state);
       else if (!all) q.set("state", "failed");
-      ["sub_domain:f-sub-domain", "node:f-node", "rule:f-rule", "q:f-q"].forEach(function (kv) {
+      ["sub_domain:f-sub-domain", "blamed:f-node", "rule:f-rule", "q:f-q"].forEach(function (kv) {
         var k = kv.split(":");
         if (val(k[1])) q.set(k[0], val(k[1]));
       });

@@ -56,7 +56,8 @@ std::string renderHtmlReport(const nlohmann::json& diagnosis) {
   // Nothing may load from anywhere: the file is read from disk, attached to tickets.
   out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "script-src 'unsafe-inline'; img-src data: blob:\">\n";
-  out += "<title>faultline: job " + escapeHtml(job) + "</title>\n<style>\n";
+  out += "<title>faultline: job " + escapeHtml(job) + "</title>\n";
+  out += "<link rel=\"icon\" href=\"data:,\">\n<style>\n";  // no favicon request either
   out += asset("app.css");
   out += "\n</style>\n</head>\n<body data-ready=\"0\" class=\"offline\">\n";
   out += "<header class=\"top\"><span class=\"brand\">faultline</span><span class=\"sub\">offline report</span></header>\n";

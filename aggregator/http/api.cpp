@@ -192,6 +192,7 @@ HttpResponse Api::jobPage(const std::multimap<std::string, std::string>& query, 
   f.state = param(query, "state");
   f.sub_domain = param(query, "sub_domain");
   f.node = param(query, "node");
+  f.blamed = param(query, "blamed");
   f.rule = param(query, "rule");
   f.text = param(query, "q");
   f.limit = limit;
@@ -293,7 +294,7 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     if (parts.size() == 1) {
       auto s = since("");
       if (!s) return bad_since();
-      for (const char* k : {"offset", "rule", "q", "total"})
+      for (const char* k : {"offset", "rule", "q", "blamed", "total"})
         if (query.count(k)) return jobPage(query, *s, limit(500));
       JobFilter f;
       f.since_ns = *s;

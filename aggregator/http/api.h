@@ -61,7 +61,7 @@ class Api {
   HttpResponse jobOutput(const HttpRequest& request, const std::string& job_id);
   // The dashboard: pages and assets under /ui/ (web/, built in).
   HttpResponse ui(const std::string& path);
-  // GET /jobs with the dashboard's parameters (offset, rule, q, total); /fleet/daily, /fleet/job-nodes.
+  // GET /jobs with the dashboard's parameters (offset, rule, q, blamed, total); /fleet/daily, /fleet/job-nodes.
   HttpResponse jobPage(const std::multimap<std::string, std::string>& query, int64_t since_ns, size_t limit);
   HttpResponse fleet(const std::string& path, const std::multimap<std::string, std::string>& query, int64_t now_ns);
   UiReader* uiReader(std::string* error);

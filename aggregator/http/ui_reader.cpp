@@ -21,7 +21,7 @@ constexpr size_t kMaxDays = 120;
 // The optional filters as "(?n = '' OR ...)": the SQL text never depends on the data. The latest
 // verdict's fields come from temp.ui_latest (see sync()), never from the verdicts table: its rows
 // hold the whole diagnosis, and reading them for 100,000 jobs is what made a page slow. ?5 rule,
-// ?6 its prefix ('' when exact), ?7 the LIKE pattern of the text search.
+// ?6 its prefix ('' when exact), ?7 the LIKE pattern of the text search, ?8 a node the verdict blames.
 constexpr const char* kJobWhere = R"sql(
 FROM jobs j LEFT JOIN temp.ui_latest c ON c.job_id = j.job_id
 WHERE (?1 = 0 OR (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) >= ?1)
@@ -33,6 +33,7 @@ AND (?5 = '' OR (CASE WHEN ?6 = '' THEN c.rule = ?5 ELSE substr(c.rule, 1, lengt
 AND (?7 = '' OR j.job_id LIKE ?7 ESCAPE '\' OR j.nodelist LIKE ?7 ESCAPE '\' OR c.sub_domain LIKE ?7 ESCAPE '\'
      OR c.rule LIKE ?7 ESCAPE '\' OR c.summary LIKE ?7 ESCAPE '\'
      OR EXISTS (SELECT 1 FROM job_nodes n WHERE n.job_id = j.job_id AND n.node LIKE ?7 ESCAPE '\'))
+AND (?8 = '' OR EXISTS (SELECT 1 FROM temp.ui_blamed b WHERE b.node = ?8 AND b.job_id = j.job_id))
 )sql";
 
 void bindJobFilter(sql::Stmt& s, const JobPageFilter& f) {
@@ -48,7 +49,7 @@ void bindJobFilter(sql::Stmt& s, const JobPageFilter& f) {
     like += "%";
   }
   s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, f.rule).bind(6, prefix);
-  s.bind(7, like);
+  s.bind(7, like).bind(8, f.blamed);
 }
 
 json timeOrNull(int64_t ns) { return ns ? json(common::formatTimeNs(ns)) : json(nullptr); }
@@ -72,7 +73,9 @@ std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* e
   // written through it.
   if (!db->exec("PRAGMA busy_timeout = 2000; PRAGMA temp_store = MEMORY; "
                 "CREATE TEMP TABLE ui_latest(job_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
-                "sub_domain TEXT NOT NULL, rule TEXT, summary TEXT, responsible TEXT NOT NULL) WITHOUT ROWID",
+                "sub_domain TEXT NOT NULL, rule TEXT, summary TEXT, responsible TEXT NOT NULL) WITHOUT ROWID; "
+                "CREATE TEMP TABLE ui_blamed(node TEXT NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY(node, job_id)) "
+                "WITHOUT ROWID; CREATE INDEX temp.ui_blamed_by_job ON ui_blamed(job_id)",
                 error))
     return nullptr;
   return std::unique_ptr<UiReader>(new UiReader(std::move(db)));
@@ -106,6 +109,8 @@ bool UiReader::sync(std::string* error) {
                  "FROM verdicts WHERE job_id = ?1 AND revision = ?2");
   sql::Stmt put(db_->get(), "INSERT OR REPLACE INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
   sql::Stmt drop(db_->get(), "DELETE FROM temp.ui_latest WHERE job_id = ?1");
+  sql::Stmt unblame(db_->get(), "DELETE FROM temp.ui_blamed WHERE job_id = ?1");
+  sql::Stmt blame(db_->get(), "INSERT OR IGNORE INTO temp.ui_blamed VALUES(?1, ?2)");
   for (auto it = cached_.begin(); it != cached_.end();) {
     if (now.count(it->first)) {
       ++it;
@@ -114,6 +119,9 @@ bool UiReader::sync(std::string* error) {
     drop.reset();
     drop.bind(1, it->first);
     drop.step();
+    unblame.reset();
+    unblame.bind(1, it->first);
+    unblame.step();
     it = cached_.erase(it);
   }
   for (const auto& [job, revision] : now) {
@@ -129,7 +137,17 @@ bool UiReader::sync(std::string* error) {
     if (read.isNull(2)) put.bindNull(5);
     else put.bind(5, read.text(2));
     put.bind(6, read.text(3));
-    if (put.step() != SQLITE_DONE) {
+    bool ok = put.step() == SQLITE_DONE;
+    unblame.reset();
+    unblame.bind(1, job);
+    ok = ok && unblame.step() == SQLITE_DONE;
+    for (const auto& node : parsedOr(read.text(3), json::array())) {
+      if (!node.is_string()) continue;
+      blame.reset();
+      blame.bind(1, node.get<std::string>()).bind(2, job);
+      ok = ok && blame.step() == SQLITE_DONE;
+    }
+    if (!ok) {
       *error = "ui cache: " + db_->errmsg();
       return false;
     }
@@ -149,7 +167,7 @@ auto UiReader::withSnapshot(std::string* error, F&& read) -> decltype(read()) {
   if (!out) {  // the cache's writes were rolled back with the rest: start it over next time
     cached_.clear();
     data_version_.reset();
-    db_->exec("DELETE FROM temp.ui_latest", &ignore);
+    db_->exec("DELETE FROM temp.ui_latest; DELETE FROM temp.ui_blamed", &ignore);
   }
   return out;
 }
@@ -173,7 +191,7 @@ std::optional<json> UiReader::jobsLocked(const JobPageFilter& f, int64_t* total,
   sql::Stmt s(db_->get(), fmt::format(R"sql(
 WITH page AS MATERIALIZED (
   SELECT j.job_id AS id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t, c.revision AS rev {}
-  ORDER BY t DESC, j.job_id LIMIT ?8 OFFSET ?9)
+  ORDER BY t DESC, j.job_id LIMIT ?9 OFFSET ?10)
 SELECT j.job_id, j.state, j.terminal_state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.source, j.site,
   (SELECT count(*) FROM job_nodes n WHERE n.job_id = j.job_id),
   v.revision, v.status, v.reason, v.created_ns, v.sub_domain, v.missing_nodes, v.symptoms,
@@ -183,7 +201,7 @@ FROM page p JOIN jobs j ON j.job_id = p.id LEFT JOIN verdicts v ON v.job_id = p.
 ORDER BY p.t DESC, j.job_id)sql",
                                       kJobWhere));
   bindJobFilter(s, f);
-  s.bind(8, int64_t(f.limit)).bind(9, int64_t(f.offset));
+  s.bind(9, int64_t(f.limit)).bind(10, int64_t(f.offset));
   if (!s.ok()) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;

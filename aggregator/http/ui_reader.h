@@ -30,6 +30,7 @@ struct JobPageFilter {
   std::string state;       // as GET /jobs: terminal state, Slurm word, "running", "failed"
   std::string sub_domain;  // of the latest verdict
   std::string node;        // ran on this node
+  std::string blamed;      // the latest verdict names this node responsible
   std::string rule;        // the latest verdict's cause rule: exact, or a prefix ending in '*'
   std::string text;        // case-insensitive substring of the job id, its node names, sub_domain,
                            // cause rule or cause summary

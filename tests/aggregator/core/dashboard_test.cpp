@@ -145,7 +145,7 @@ void checkSelfContained(std::string html) {
   html.erase(html.find(data), data.size());
   CHECK(html.find("http://") == std::string::npos);
   CHECK(html.find("https://") == std::string::npos);
-  CHECK_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?\s*[^"'\s>#])", std::regex::icase)));
+  CHECK_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?\s*(?!data:)[^"'\s>#])", std::regex::icase)));
   CHECK_FALSE(std::regex_search(html, std::regex(R"((^|[^A-Za-z])url\s*\(|@import)", std::regex::icase)));
   CHECK_FALSE(std::regex_search(html, std::regex(R"(["'(=]\s*//[A-Za-z0-9])")));
 }
@@ -245,7 +245,10 @@ TEST_CASE("dashboard: GET /jobs pages with a total and filters by rule and text,
   CHECK(f.ids("/jobs?rule=kernel.ib_port_down&sub_domain=network", &total) == Ids{"j2"});
   CHECK(f.ids("/jobs?rule=kernel.ib_port_down&sub_domain=hardware", &total).empty());
   CHECK(f.ids("/jobs?sub_domain=hardware&total=1", &total) == Ids{"j6", "j3", "j1"});
-  CHECK(f.ids("/jobs?node=gpu-b18&total=1", &total) == Ids{"j1"});
+  CHECK(f.ids("/jobs?node=gpu-b18&total=1", &total) == Ids{"j1"});  // ran on it
+  CHECK(f.ids("/jobs?blamed=gpu-b18&total=1", &total).empty());      // never blamed
+  CHECK(f.ids("/jobs?blamed=gpu-b17", &total) == Ids{"j6", "j3", "j1"});
+  CHECK(f.ids("/jobs?blamed=gpu-b17&rule=xid.48", &total) == Ids{"j3"});
 
   // Text: job id, node names, sub_domain, cause rule and summary; case-insensitive; LIKE's own
   // wildcards are plain characters.
@@ -269,6 +272,10 @@ TEST_CASE("dashboard: GET /jobs pages with a total and filters by rule and text,
   CHECK(f.ids("/jobs?rule=kernel.ib_port_down", &total).empty());
   CHECK(f.ids("/jobs?rule=kernel.ib_link_flap&sub_domain=hardware", &total) == Ids{"j2"});
   CHECK(f.getJson("/jobs?rule=kernel.ib_link_flap")[0]["verdict"]["revision"] == 2);
+  v->diagnosis.responsible = {{"gpu-a02", "", 0.5}};
+  REQUIRE(f.store->addVerdict(*v, &error) == 3);
+  CHECK(f.ids("/jobs?blamed=gpu-a01", &total).empty());
+  CHECK(f.ids("/jobs?blamed=gpu-a02", &total) == Ids{"j2"});
 
   CHECK(f.get("/jobs?offset=x").status == 400);
   CHECK(f.get("/jobs?total=1&since=yesterday").status == 400);
