@@ -63,10 +63,10 @@ std::string dayOf(int64_t ns) { return common::formatTimeNs(ns).substr(0, 10); }
 
 }  // namespace
 
-UiReader::UiReader(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
+UiReader::UiReader(std::unique_ptr<sql::Db> db, size_t scan_above) : db_(std::move(db)), scan_above_(scan_above) {}
 UiReader::~UiReader() = default;
 
-std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* error) {
+std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* error, size_t scan_above) {
   auto db = sql::Db::open(path, true, error);
   if (!db) return nullptr;
   // The cache lives in this connection's own temp schema, in memory: the store's file is never
@@ -78,7 +78,7 @@ std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* e
                 "WITHOUT ROWID; CREATE INDEX temp.ui_blamed_by_job ON ui_blamed(job_id)",
                 error))
     return nullptr;
-  return std::unique_ptr<UiReader>(new UiReader(std::move(db)));
+  return std::unique_ptr<UiReader>(new UiReader(std::move(db), scan_above));
 }
 
 // The latest revision of every job, from the verdicts_latest index alone (its entries carry the
@@ -103,10 +103,7 @@ bool UiReader::sync(std::string* error) {
       return false;
     }
   }
-  sql::Stmt read(db_->get(),
-                 "SELECT sub_domain, json_extract(diagnosis, '$.cause.rule_id'), json_extract(diagnosis, '$.cause.summary'), "
-                 "(SELECT json_group_array(json_extract(r.value, '$.node')) FROM json_each(diagnosis, '$.responsible_nodes') r) "
-                 "FROM verdicts WHERE job_id = ?1 AND revision = ?2");
+
   sql::Stmt put(db_->get(), "INSERT OR REPLACE INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
   sql::Stmt drop(db_->get(), "DELETE FROM temp.ui_latest WHERE job_id = ?1");
   sql::Stmt unblame(db_->get(), "DELETE FROM temp.ui_blamed WHERE job_id = ?1");
@@ -124,34 +121,63 @@ bool UiReader::sync(std::string* error) {
     unblame.step();
     it = cached_.erase(it);
   }
+  std::vector<std::pair<std::string, int64_t>> missing;
   for (const auto& [job, revision] : now) {
     auto c = cached_.find(job);
-    if (c != cached_.end() && c->second == revision) continue;
-    read.reset();
-    read.bind(1, job).bind(2, revision);
-    if (read.step() != SQLITE_ROW) continue;  // pruned meanwhile
+    if (c == cached_.end() || c->second != revision) missing.emplace_back(job, revision);
+  }
+  // Stores one revision's fields (the columns of `read` or of the scan below, same order).
+  auto store = [&](const std::string& job, int64_t revision, sql::Stmt& row) {
     put.reset();
-    put.bind(1, job).bind(2, revision).bind(3, read.text(0));
-    if (read.isNull(1)) put.bindNull(4);
-    else put.bind(4, read.text(1));
-    if (read.isNull(2)) put.bindNull(5);
-    else put.bind(5, read.text(2));
-    put.bind(6, read.text(3));
+    put.bind(1, job).bind(2, revision).bind(3, row.text(0));
+    if (row.isNull(1)) put.bindNull(4);
+    else put.bind(4, row.text(1));
+    if (row.isNull(2)) put.bindNull(5);
+    else put.bind(5, row.text(2));
+    // The blamed nodes' names (json_extract shares one parse of the diagnosis).
+    json names = json::array();
+    for (const auto& r : parsedOr(row.text(3), json::array()))
+      if (r.is_object() && r.contains("node") && r["node"].is_string()) names.push_back(r["node"]);
+    put.bind(6, names.dump());
     bool ok = put.step() == SQLITE_DONE;
     unblame.reset();
     unblame.bind(1, job);
     ok = ok && unblame.step() == SQLITE_DONE;
-    for (const auto& node : parsedOr(read.text(3), json::array())) {
-      if (!node.is_string()) continue;
+    for (const auto& node : names) {
       blame.reset();
       blame.bind(1, node.get<std::string>()).bind(2, job);
       ok = ok && blame.step() == SQLITE_DONE;
     }
-    if (!ok) {
-      *error = "ui cache: " + db_->errmsg();
+    if (!ok) *error = "ui cache: " + db_->errmsg();
+    else cached_[job] = revision;
+    return ok;
+  };
+  constexpr const char* kFields =
+      "sub_domain, json_extract(diagnosis, '$.cause.rule_id'), json_extract(diagnosis, '$.cause.summary'), "
+      "json_extract(diagnosis, '$.responsible_nodes')";
+  if (missing.size() > scan_above_) {
+    // Many (the first read after a start): one pass over the table beats a lookup per job.
+    sql::Stmt scan(db_->get(), std::string("SELECT ") + kFields + ", job_id, revision FROM verdicts");
+    int rc;
+    while ((rc = scan.step()) == SQLITE_ROW) {
+      auto it = now.find(scan.text(4));
+      if (it == now.end() || it->second != scan.i64(5)) continue;  // not the latest revision
+      auto c = cached_.find(it->first);
+      if (c != cached_.end() && c->second == it->second) continue;
+      if (!store(it->first, it->second, scan)) return false;
+    }
+    if (rc != SQLITE_DONE) {
+      *error = "store: " + db_->errmsg();
       return false;
     }
-    cached_[job] = revision;
+    return true;
+  }
+  sql::Stmt read(db_->get(), std::string("SELECT ") + kFields + " FROM verdicts WHERE job_id = ?1 AND revision = ?2");
+  for (const auto& [job, revision] : missing) {
+    read.reset();
+    read.bind(1, job).bind(2, revision);
+    if (read.step() != SQLITE_ROW) continue;  // pruned meanwhile
+    if (!store(job, revision, read)) return false;
   }
   return true;
 }

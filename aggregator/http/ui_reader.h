@@ -40,7 +40,9 @@ struct JobPageFilter {
 
 class UiReader {
  public:
-  static std::unique_ptr<UiReader> open(const std::string& path, std::string* error);
+  // `scan_above`: more revisions than this to bring into the cache at once are read in one pass
+  // over the verdicts table rather than one lookup each (the first read after a start).
+  static std::unique_ptr<UiReader> open(const std::string& path, std::string* error, size_t scan_above = 1000);
   ~UiReader();
 
   // Jobs newest first (the GET /jobs row shape, the verdict summary extended with `responsible`
@@ -54,7 +56,7 @@ class UiReader {
   std::optional<nlohmann::json> jobNodes(int64_t since_ns, std::string* error);
 
  private:
-  explicit UiReader(std::unique_ptr<sql::Db> db);
+  UiReader(std::unique_ptr<sql::Db> db, size_t scan_above);
   bool sync(std::string* error);
   template <typename F>
   auto withSnapshot(std::string* error, F&& read) -> decltype(read());
@@ -62,6 +64,7 @@ class UiReader {
   std::optional<nlohmann::json> dailyLocked(int64_t since_ns, int64_t now_ns, size_t max_nodes, std::string* error);
 
   std::unique_ptr<sql::Db> db_;
+  size_t scan_above_;
   std::unordered_map<std::string, int64_t> cached_;  // job -> revision in temp.ui_latest
   std::optional<int64_t> data_version_;              // of the store when cached_ was synced
 };

@@ -13,6 +13,7 @@
 #include "aggregator/http/api.h"
 #include "aggregator/http/client.h"
 #include "aggregator/http/server.h"
+#include "aggregator/http/ui_reader.h"
 #include "aggregator/http/web_assets.h"
 #include "aggregator/jobs/sacct_poller.h"
 #include "tests/aggregator/core/test_util.h"
@@ -279,6 +280,40 @@ TEST_CASE("dashboard: GET /jobs pages with a total and filters by rule and text,
 
   CHECK(f.get("/jobs?offset=x").status == 400);
   CHECK(f.get("/jobs?total=1&since=yesterday").status == 400);
+}
+
+TEST_CASE("dashboard: the read cache filled by one scan or by lookups gives the same pages", "[dashboard]") {
+  Fixture f;
+  f.seed();
+  std::string error;
+  auto scan = UiReader::open(f.dir.file("d.db"), &error, 0);     // every fill is a scan
+  auto lookup = UiReader::open(f.dir.file("d.db"), &error, 1000);  // every fill is lookups
+  REQUIRE(scan);
+  REQUIRE(lookup);
+  auto same = [&](const JobPageFilter& filter) {
+    int64_t t1 = -1, t2 = -2;
+    auto a = scan->jobs(filter, &t1, &error);
+    auto b = lookup->jobs(filter, &t2, &error);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(t1 == t2);
+    CHECK(*a == *b);
+    return t1;
+  };
+  JobPageFilter all;
+  CHECK(same(all) == 7);
+  JobPageFilter rule;
+  rule.rule = "xid.79";
+  CHECK(same(rule) == 2);
+  JobPageFilter blamed;
+  blamed.blamed = "gpu-b17";
+  CHECK(same(blamed) == 3);
+  // A later revision reaches both (a scan again for `scan`, a lookup for `lookup`).
+  auto v = f.store->latestVerdict("j3");
+  REQUIRE(v);
+  v->diagnosis.cause->rule_id = "xid.79";
+  REQUIRE(f.store->addVerdict(*v, &error) == 2);
+  CHECK(same(rule) == 3);
 }
 
 TEST_CASE("dashboard: failures per node and day, per sub_domain, and the nodes of recent jobs", "[dashboard]") {
