@@ -20,22 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 CommandOutput run(const std::string& cmd) { return runCommand(cmd + " 2>/dev/null", 64 << 20); }
-
-struct Child {
-  pid_t pid = -1;
-  ~Child() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
 
 }  // namespace
 

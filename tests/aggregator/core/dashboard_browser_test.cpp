@@ -28,21 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string readAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct Child {
-  pid_t pid = -1;
-  ~Child() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
 // Writes a sample's evidence into the store as its nodes' agents and its job's epilog would have,
 // with every time moved by `shift_ns`. Node logs arrive as agent batches; the job's own output
 // file as a job output upload. Returns the job id used.
@@ -96,7 +81,7 @@ class Seeder {
 };
 
 json expectedOf(const std::string& sample) {
-  return json::parse(readAll(FAULTLINE_SOURCE_DIR "/samples/" + sample + "/expected.json"));
+  return json::parse(readFile(FAULTLINE_SOURCE_DIR "/samples/" + sample + "/expected.json"));
 }
 
 }  // namespace
@@ -170,8 +155,8 @@ TEST_CASE("dashboard: jobs, a 64-node cascade, fleet and agents pages and --html
           "0.05", nullptr);
     _exit(127);
   }
-  REQUIRE(waitFor([&] { return !readAll(dir.file("port")).empty(); }));
-  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(readAll(dir.file("port"))));
+  REQUIRE(waitFor([&] { return !readFile(dir.file("port")).empty(); }));
+  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(readFile(dir.file("port"))));
   auto verdict = [&](const std::string& id) {
     auto out = runCommand(cli + " --server " + url + " job " + id + " --json 2>/dev/null", 64 << 20);
     return out.status == 0 ? json::parse(out.out, nullptr, false) : json();

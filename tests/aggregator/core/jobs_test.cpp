@@ -14,13 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Real `sacct --json` output (Slurm 23.11) with a second, still running job and a pending one.
 std::string threeJobs() {
   json j = json::parse(readFile(FAULTLINE_SOURCE_DIR "/samples/host-oom/sacct.json"));

@@ -2,10 +2,14 @@
 #pragma once
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <thread>
@@ -89,5 +93,25 @@ inline bool pollUntil(const std::function<bool()>& pred, std::chrono::millisecon
   }
   return pred();
 }
+
+// A whole file's text; "" when it cannot be read.
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A child process (fork/exec by the test) SIGKILLed and reaped when the object dies.
+struct Child {
+  pid_t pid = -1;
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
 
 }  // namespace faultline::aggregator::testing
