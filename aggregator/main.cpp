@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--port", port, "HTTP port (0 = ephemeral)");
   app.add_option("--port-file", port_file, "write the bound HTTP port here once listening");
   app.add_option("--token-file", token_file, "bearer token for POST /jobs/{id}/start|end (none: writes disabled)");
+  std::string read_token_file;
+  app.add_option("--read-token-file", read_token_file,
+                 "token every read needs (API and /ui/ dashboard; not /healthz): for --listen beyond loopback");
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
   app.add_option("--settle", settle, "seconds after a job's end before the verdict is revised");
   app.add_option("--margin", margin, "seconds around a job's window whose symptoms still belong to it");
@@ -147,14 +150,23 @@ int main(int argc, char** argv) {
     for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
     return 2;
   }
-  std::string token;
-  if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in || !std::getline(in, token) || token.empty()) {
-      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a token\n", token_file.c_str());
-      return 2;
+  auto readToken = [](const std::string& file, std::string* token) {
+    if (file.empty()) return true;
+    std::ifstream in(file);
+    if (!in || !std::getline(in, *token) || token->empty()) {
+      std::fprintf(stderr, "faultline-aggregator: %s: cannot read a token\n", file.c_str());
+      return false;
     }
-  }
+    return true;
+  };
+  std::string token, read_token;
+  if (!readToken(token_file, &token) || !readToken(read_token_file, &read_token)) return 2;
+  const bool loopback = listen == "127.0.0.1" || listen == "::1" || listen == "localhost";
+  if (!loopback && read_token.empty())
+    std::fprintf(stderr,
+                 "faultline-aggregator: warning: listening on %s without --read-token-file: anyone who reaches the "
+                 "port reads every verdict and log line (docs/dashboard.md, \"Access\")\n",
+                 listen.c_str());
 
   SystemClock clock;
   std::string error;
@@ -167,7 +179,7 @@ int main(int argc, char** argv) {
   }
   Metrics metrics;
   metrics.describe("faultline_verdicts_total", "verdict revisions stored, by sub_domain");
-  metrics.describe("faultline_http_unauthorized_total", "write requests with a bad or missing token");
+  metrics.describe("faultline_http_unauthorized_total", "requests with a bad or missing token");
   metrics.describe("faultline_job_outputs_total", "job output uploads stored (faultline job output)");
   metrics.describe("faultline_job_outputs_rejected_total", "job output uploads refused as malformed");
   VerdictOptions vo;
@@ -177,7 +189,11 @@ int main(int argc, char** argv) {
   vo.agent_timeout_ns = secs(agent_timeout);
   vo.final_timeout_ns = secs(final_timeout);
   VerdictEngine engine(*store, clock, loaded.rules, vo, &metrics);
-  Api api(*store, &engine, metrics, clock, ApiOptions{token, vo.agent_timeout_ns});
+  ApiOptions api_options;
+  api_options.write_token = token;
+  api_options.read_token = read_token;
+  api_options.agent_timeout_ns = vo.agent_timeout_ns;
+  Api api(*store, &engine, metrics, clock, api_options);
   api.setStoreFile(db);
 
   net::io_context io;

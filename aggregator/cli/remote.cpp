@@ -67,7 +67,8 @@ std::optional<HttpResult> call(const RemoteOptions& o, const std::string& method
   }
   std::string server = o.server;
   if (server.empty()) server = std::getenv("FAULTLINE_SERVER") ? std::getenv("FAULTLINE_SERVER") : kDefaultServer;
-  auto r = aggregator::httpCall(server, method, target, body, method == "GET" ? "" : readToken(o),
+  // The token goes with reads too: an aggregator beyond loopback may require one for them.
+  auto r = aggregator::httpCall(server, method, target, body, readToken(o),
                                 std::chrono::milliseconds(static_cast<int64_t>(o.timeout_sec * 1000)), &error);
   if (!r) {
     std::fprintf(stderr, "faultline: %s\n", error.c_str());
@@ -341,8 +342,8 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
 void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
   app.add_option("--server", o.server, "aggregator URL (default $FAULTLINE_SERVER or http://127.0.0.1:8470)");
   app.add_option("--db", o.db, "read/write the aggregator's SQLite file directly instead of --server");
-  app.add_option("--token-file", o.token_file, "file holding the bearer token for job events");
-  app.add_option("--token", o.token, "bearer token for job events (or $FAULTLINE_TOKEN)");
+  app.add_option("--token-file", o.token_file, "file holding the bearer token for job events (and for reads, when the aggregator requires one)");
+  app.add_option("--token", o.token, "bearer token for job events and reads (or $FAULTLINE_TOKEN)");
   app.add_option("--timeout", o.timeout_sec, "seconds to wait for the aggregator");
 
   auto json_flag = [&](CLI::App* c) { c->add_flag("--json", o.json, "print JSON (the HTTP API's documents)"); };

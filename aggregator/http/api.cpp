@@ -78,7 +78,9 @@ HttpResponse Api::handle(const HttpRequest& request) {
   std::multimap<std::string, std::string> query;
   std::string path = splitTarget(request.target, &query);
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  HttpResponse r = route(request, path, query);
+  HttpResponse r;
+  if (auto refused = request.method == "GET" ? refuseRead(request, path, query) : std::nullopt) r = std::move(*refused);
+  else r = route(request, path, query);
   metrics_.add("faultline_http_requests_total", "code", std::to_string(r.status));
   return r;
 }
@@ -96,6 +98,57 @@ std::optional<HttpResponse> Api::refuseWrite(const HttpRequest& request) {
     return error(401, "bad or missing bearer token");
   }
   return std::nullopt;
+}
+
+namespace {
+
+// The value of cookie `name` in a Cookie header ("a=1; faultline_read=T"), "" when absent.
+std::string cookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t end = header.find(';');
+    std::string_view part = header.substr(0, end);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.size() > name.size() && part.substr(0, name.size()) == name && part[name.size()] == '=')
+      return std::string(part.substr(name.size() + 1));
+    if (end == std::string_view::npos) break;
+    header.remove_prefix(end + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<HttpResponse> Api::refuseRead(const HttpRequest& request, const std::string& path,
+                                            const std::multimap<std::string, std::string>& query) {
+  if (options_.read_token.empty() || path == "/healthz") return std::nullopt;
+  const std::string_view prefix = "Bearer ";
+  std::string_view auth = request.authorization;
+  if (auth.substr(0, prefix.size()) == prefix &&
+      (sameSecret(auth.substr(prefix.size()), options_.read_token) || writeAuthorized(auth)))
+    return std::nullopt;
+  if (sameSecret(cookieValue(request.cookie, "faultline_read"), options_.read_token)) return std::nullopt;
+  const bool page = path == "/ui" || path.rfind("/ui/", 0) == 0;
+  auto token = query.find("token");
+  if (page && token != query.end() && sameSecret(token->second, options_.read_token)) {
+    // The token leaves the address bar (and the history) at once; the cookie carries it from now.
+    HttpResponse r;
+    r.status = 303;
+    r.content_type = "text/plain";
+    r.body = "see other\n";
+    r.headers = {{"Location", path == "/ui" ? "/ui/" : path},
+                 {"Set-Cookie", "faultline_read=" + options_.read_token + "; Path=/; HttpOnly; SameSite=Strict"},
+                 {"Cache-Control", "no-store"}};
+    return r;
+  }
+  metrics_.add("faultline_http_unauthorized_total");
+  if (page) {
+    HttpResponse r;
+    r.status = 401;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = "faultline: this dashboard needs its read token: open /ui/?token=TOKEN once (it is then kept in a cookie).\n";
+    return r;
+  }
+  return error(401, "bad or missing bearer token (reads need the read token)");
 }
 
 HttpResponse Api::jobOutput(const HttpRequest& request, const std::string& job_id) {

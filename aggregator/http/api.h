@@ -26,6 +26,7 @@ struct HttpRequest {
   std::string target;  // path and query string
   std::string authorization;
   std::string body;
+  std::string cookie = {};  // the Cookie header (the dashboard's read token, see ApiOptions)
 };
 
 struct HttpResponse {
@@ -39,6 +40,11 @@ struct ApiOptions {
   // Bearer token for the write endpoints; empty disables them (403).
   std::string write_token;
   int64_t agent_timeout_ns = 90 * kSecondNs;
+  // When set, every read (the API and the /ui/ dashboard; not /healthz) needs it too: as
+  // "Authorization: Bearer TOKEN" (the write token is accepted as well), or as the cookie
+  // faultline_read=TOKEN that opening any /ui/ page with ?token=TOKEN sets. For an aggregator
+  // listening beyond loopback (docs/dashboard.md, "Access").
+  std::string read_token;
 };
 
 class Api {
@@ -67,6 +73,10 @@ class Api {
   UiReader* uiReader(std::string* error);
   // 403/401 unless the request may write.
   std::optional<HttpResponse> refuseWrite(const HttpRequest& request);
+  // 401 (or, for a /ui/ page opened with ?token=, a redirect setting the cookie) unless the
+  // request may read.
+  std::optional<HttpResponse> refuseRead(const HttpRequest& request, const std::string& path,
+                                         const std::multimap<std::string, std::string>& query);
 
   Store& store_;
   VerdictEngine* engine_;

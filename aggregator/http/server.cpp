@@ -65,6 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
+    r.cookie = std::string(req[http::field::cookie]);
     r.body = req.body();
     HttpResponse out;
     try {

@@ -259,3 +259,60 @@ TEST_CASE("http: a job's output file is uploaded, judged with the job, and its u
   CHECK_THAT(metrics.body, Catch::Contains("faultline_job_outputs_total 3"));
   CHECK_THAT(metrics.body, Catch::Contains("faultline_job_outputs_rejected_total 1"));
 }
+
+TEST_CASE("http: with a read token every read but /healthz needs it; /ui/?token= sets it as a cookie", "[http][read_token]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  std::string error;
+  auto store = Store::open(dir.file("r.db"), clock, {}, &error);
+  REQUIRE(store);
+  Metrics metrics;
+  ApiOptions o;
+  o.write_token = "w-secret";
+  o.read_token = "r-secret";
+  Api api(*store, nullptr, metrics, clock, o);
+  auto get = [&](const std::string& target, const std::string& auth = "", const std::string& cookie = "") {
+    return api.handle({"GET", target, auth, "", cookie});
+  };
+  CHECK(get("/healthz").status == 200);
+  CHECK(get("/jobs").status == 401);
+  CHECK(get("/jobs", "Bearer wrong").status == 401);
+  CHECK(get("/jobs", "Bearer r-secret").status == 200);
+  CHECK(get("/jobs", "Bearer w-secret").status == 200);  // who may write may read
+  CHECK(get("/metrics").status == 401);
+  CHECK(get("/jobs", "", "other=1; faultline_read=r-secret").status == 200);
+  CHECK(get("/jobs", "", "faultline_read=r-secre").status == 401);
+  // The dashboard: without the token a page that says how to get in, never the page itself.
+  auto page = get("/ui/jobs/7");
+  CHECK(page.status == 401);
+  CHECK_THAT(page.body, Catch::Contains("/ui/?token="));
+  CHECK(get("/ui/?token=wrong").status == 401);
+  auto login = get("/ui/jobs/7?token=r-secret");
+  CHECK(login.status == 303);
+  auto header = [&](const std::string& name) {
+    for (const auto& [k, v] : login.headers)
+      if (k == name) return v;
+    return std::string();
+  };
+  CHECK(header("Location") == "/ui/jobs/7");  // the token leaves the address bar
+  CHECK(header("Set-Cookie") == "faultline_read=r-secret; Path=/; HttpOnly; SameSite=Strict");
+  CHECK(get("/ui/jobs/7", "", "faultline_read=r-secret").status == 200);
+  CHECK(get("/ui/assets/app.css", "", "faultline_read=r-secret").status == 200);
+  // The read token cannot write.
+  CHECK(api.handle({"POST", "/jobs/1/end", "Bearer r-secret", "{}"}).status == 401);
+
+  // Over a real socket: the bearer token of a CLI or script.
+  boost::asio::io_context io;
+  HttpServer server(io, api);
+  REQUIRE(server.listen("127.0.0.1", 0, &error));
+  std::thread t([&] { io.run(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  auto r = httpCall(url, "GET", "/jobs", "", "r-secret", std::chrono::seconds(10), &error);
+  auto denied = httpCall(url, "GET", "/jobs", "", "", std::chrono::seconds(10), &error);
+  boost::asio::post(io, [&] { server.stop(); io.stop(); });
+  t.join();
+  REQUIRE(r);
+  REQUIRE(denied);
+  CHECK(r->status == 200);
+  CHECK(denied->status == 401);
+}
