@@ -33,4 +33,4 @@ for dir in samples/*/ samples/real/*/; do
 done
 echo '</ul>' >> "$HTML/index.html"
 echo "  file://$(cd "$HTML" && pwd)/index.html  ($(ls "$HTML" | grep -c '\.html$') pages)"
-echo "  live: faultline-aggregator serves the same views at http://127.0.0.1:8080/ui/ (docs/dashboard.md)"
+echo "  live: faultline-aggregator serves the same views at http://127.0.0.1:8470/ui/ (docs/dashboard.md)"
