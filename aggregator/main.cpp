@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
   bool sync_full = false;
   std::string ingest_endpoint = "tcp://127.0.0.1:7400", curve_secret_file, allow_dir, ingest_endpoint_file;
   size_t max_message_bytes = 16 << 20;
+  bool ingest_legacy = false;
+  int ingest_pass = 1024;
   // Site relay (edge sites): forward verdicts, node history and summaries to a central aggregator.
   std::string relay_upstream, relay_site, relay_server_key_file;
   bool relay_symptoms = false, relay_zstd = false;
@@ -102,6 +104,9 @@ int main(int argc, char** argv) {
                  "file with the aggregator's Z85 CurveZMQ secret key (`faultline keygen`); enables ingest");
   app.add_option("--allow-dir", allow_dir, "agents' public keys, one HOST.pub per node (re-read on SIGHUP)");
   app.add_option("--max-message-bytes", max_message_bytes, "largest batch or heartbeat payload accepted");
+  app.add_flag("--ingest-legacy", ingest_legacy,
+               "the previous ingest pass (decode and store one message at a time, savepoint per batch); for comparisons");
+  app.add_option("--ingest-pass", ingest_pass, "most messages decoded and written in one ingest group");
   app.add_option("--relay-upstream", relay_upstream,
                  "central aggregator's ingest endpoint: run as a site relay (needs --relay-site, "
                  "--relay-server-key and --curve-secret-key, whose public key the central lists "
@@ -216,6 +221,8 @@ int main(int argc, char** argv) {
     eo.curve_secret_key = curve_secret;
     eo.allow_dir = allow_dir;
     eo.max_message_bytes = max_message_bytes;
+    eo.legacy_ingest = ingest_legacy;
+    eo.max_pass = ingest_pass;
     endpoint = std::make_unique<ZmqEndpoint>(ingestor, metrics, clock, eo);
     if (!endpoint->start(&error)) {
       std::fprintf(stderr, "faultline-aggregator: ingest: %s\n", error.c_str());

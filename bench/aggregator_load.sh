@@ -4,6 +4,12 @@
 # Prints symptoms/s ingested, p50/p99 send->ack latency, the time from a 1,024-node job's end to
 # its stored verdict (and whom it blamed), and the same load from one sender as the peer.
 #
+# One run drives two aggregators, one after the other, each on a fresh SQLite file: first with
+# --ingest-legacy (the previous ingest pass: decoded and stored one message at a time, a savepoint
+# and freshly prepared statements per batch), then the default grouped writer (decoding before the
+# store lock, statements prepared once, one group per pass); a last line compares them.
+# INGEST=grouped (or legacy) runs one of them only.
+#
 # Steps: `faultline keygen` makes the aggregator's key; `aggregator_load keygen` makes one key pair
 # per agent and the allow-list directory (HOST.pub); the aggregator starts on an ephemeral HTTP
 # port and ingest endpoint (tcp://127.0.0.1:*) with a fresh SQLite file; `aggregator_load run`
@@ -38,8 +44,12 @@ fi
 
 tmp=$(mktemp -d /tmp/aggregator-load.XXXXXX)
 agg_pid=
-cleanup() {
+stop_aggregator() {
   if [[ -n $agg_pid ]]; then kill "$agg_pid" 2>/dev/null || true; wait "$agg_pid" 2>/dev/null || true; fi
+  agg_pid=
+}
+cleanup() {
+  stop_aggregator
   if [[ ${KEEP:-0} == 1 ]]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -49,28 +59,57 @@ t0=$(date +%s.%N)
 "$gen" keygen "$tmp" --agents "$AGENTS" >/dev/null
 echo "bench-token-$$" > "$tmp/token"
 t1=$(date +%s.%N)
-
-# shellcheck disable=SC2086
-"$agg" --db "$tmp/agg.db" --port 0 --port-file "$tmp/port" --token-file "$tmp/token" --rules "$root/rules" \
-  --curve-secret-key "$tmp/server/server.key" --allow-dir "$tmp/allow" \
-  --ingest-endpoint 'tcp://127.0.0.1:*' --ingest-endpoint-file "$tmp/ingest" --tick 0.25 $AGG_ARGS \
-  2> "$tmp/aggregator.log" &
-agg_pid=$!
-for _ in $(seq 1 400); do  # up to 20 s
-  [[ -s $tmp/port && -s $tmp/ingest ]] && break
-  kill -0 "$agg_pid" 2>/dev/null || { cat "$tmp/aggregator.log" >&2; exit 1; }
-  sleep 0.05
-done
-[[ -s $tmp/port && -s $tmp/ingest ]] || { echo "aggregator did not start" >&2; cat "$tmp/aggregator.log" >&2; exit 1; }
 awk -v a="$t0" -v b="$t1" -v n="$((AGENTS + 1))" 'BEGIN { printf "keys      %d agent key pairs + allow-list in %.2f s\n", n, b - a }'
 
+# run_one MODE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS: one aggregator, one full load; output
+# also in $tmp/MODE.out.
 rc=0
-"$gen" run --agents "$AGENTS" --endpoint "$(cat "$tmp/ingest")" --server-key "$tmp/server/server.pub" \
-  --keys "$tmp/keys" --http-port "$(cat "$tmp/port")" --token-file "$tmp/token" --aggregator-pid "$agg_pid" \
-  --sample "$SAMPLE" --rules "$root/rules" "$@" || rc=$?
-echo "db        $(du -m "$tmp/agg.db" | cut -f1) MiB (+ WAL $(du -m "$tmp/agg.db-wal" 2>/dev/null | cut -f1 || echo 0) MiB)," \
-  "aggregator RSS $(awk '$1 == "VmRSS:" { printf "%.0f MiB", $2 / 1024 }' "/proc/$agg_pid/status")"
-if grep -q "rejected\|error" "$tmp/aggregator.log"; then
-  echo "aggregator log (rejects/errors):"; grep "rejected\|error" "$tmp/aggregator.log" | head -5
+run_one() {
+  local mode=$1 mode_args=$2
+  shift 2
+  local d=$tmp/$mode
+  mkdir -p "$d"
+  echo "== ingest $mode (faultline-aggregator $mode_args${mode_args:+ }$AGG_ARGS)"
+  # shellcheck disable=SC2086
+  "$agg" --db "$d/agg.db" --port 0 --port-file "$d/port" --token-file "$tmp/token" --rules "$root/rules" \
+    --curve-secret-key "$tmp/server/server.key" --allow-dir "$tmp/allow" \
+    --ingest-endpoint 'tcp://127.0.0.1:*' --ingest-endpoint-file "$d/ingest" --tick 0.25 $mode_args $AGG_ARGS \
+    2> "$d/aggregator.log" &
+  agg_pid=$!
+  for _ in $(seq 1 400); do  # up to 20 s
+    [[ -s $d/port && -s $d/ingest ]] && break
+    kill -0 "$agg_pid" 2>/dev/null || { cat "$d/aggregator.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  [[ -s $d/port && -s $d/ingest ]] || { echo "aggregator did not start" >&2; cat "$d/aggregator.log" >&2; exit 1; }
+  "$gen" run --agents "$AGENTS" --endpoint "$(cat "$d/ingest")" --server-key "$tmp/server/server.pub" \
+    --keys "$tmp/keys" --http-port "$(cat "$d/port")" --token-file "$tmp/token" --aggregator-pid "$agg_pid" \
+    --sample "$SAMPLE" --rules "$root/rules" "$@" | tee "$tmp/$mode.out" || rc=$?
+  echo "db        $(du -m "$d/agg.db" | cut -f1) MiB (+ WAL $(du -m "$d/agg.db-wal" 2>/dev/null | cut -f1 || echo 0) MiB)," \
+    "aggregator RSS $(awk '$1 == "VmRSS:" { printf "%.0f MiB", $2 / 1024 }' "/proc/$agg_pid/status")"
+  if grep -q "rejected\|error" "$d/aggregator.log"; then
+    echo "aggregator log (rejects/errors):"; grep "rejected\|error" "$d/aggregator.log" | head -5
+  fi
+  stop_aggregator
+}
+
+INGEST=${INGEST:-both}
+[[ $INGEST == both || $INGEST == legacy ]] && run_one legacy --ingest-legacy "$@"
+[[ $INGEST == both || $INGEST == grouped ]] && run_one grouped "" "$@"
+if [[ $INGEST == both ]]; then
+  # "cascade    2048 senders    65536 symptoms in ... :    15470 symptoms/s ... ack p50  1936.2 ms  p99  3991.2 ms"
+  fig() { awk -v phase="$2" '$1 == phase && /symptoms\/s/ { for (i = 1; i <= NF; ++i) { if ($i == "symptoms/s") r = $(i - 1); if ($i == "p50") p50 = $(i + 1); if ($i == "p99") p99 = $(i + 1) } } END { printf "%s %s %s", r, p50, p99 }' "$tmp/$1.out"; }
+  for phase in peer cascade after; do
+    read -r lr lp50 lp99 <<< "$(fig legacy $phase)"
+    read -r gr gp50 gp99 <<< "$(fig grouped $phase)"
+    [[ -n $lr && -n $gr ]] || continue
+    awk -v p="$phase" -v lr="$lr" -v gr="$gr" -v a="$lp50" -v b="$lp99" -v c="$gp50" -v d="$gp99" 'BEGIN {
+      printf "compare   %-8s legacy %8d symptoms/s (ack p50 %s ms, p99 %s ms) | grouped %8d symptoms/s (ack p50 %s ms, p99 %s ms) | x%.2f\n",
+        p, lr, a, b, gr, c, d, gr / lr }'
+  done
+  for mode in legacy grouped; do
+    v=$(awk '$1 == "verdict" { for (i = 1; i <= NF; ++i) if ($i == "readable") { print $(i + 3); exit } }' "$tmp/$mode.out")
+    echo "compare   verdict  $mode: end POST -> stored verdict readable ${v:-?} s"
+  done
 fi
 exit $rc

@@ -65,9 +65,34 @@ IngestResult Ingestor::ingestRelayBytes(std::string_view payload, std::string_vi
   return r;
 }
 
+std::optional<common::SymptomBatchData> Ingestor::decodeBatch(std::string_view payload,
+                                                             std::string_view authenticated_host, uint64_t* sequence,
+                                                             IngestResult* rejected) {
+  std::string reason;
+  auto batch = common::decodeBatch(payload.data(), payload.size(), &reason, limits_);
+  if (!batch) {
+    *rejected = reject("decode: " + reason);
+    return std::nullopt;
+  }
+  *sequence = batch->header.sequence;
+  if (!authenticated_host.empty() && batch->header.hostname != authenticated_host) {
+    *rejected = reject("hostname mismatch");
+    return std::nullopt;
+  }
+  return batch;
+}
+
+IngestResult Ingestor::ingestGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
+  int64_t t0 = clock_.steadyNs();
+  return counted(t0, store_.ingestBatchGrouped(batch, authenticated_agent));
+}
+
 IngestResult Ingestor::ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   int64_t t0 = clock_.steadyNs();
-  auto r = store_.ingestBatch(batch, authenticated_agent);
+  return counted(t0, store_.ingestBatch(batch, authenticated_agent));
+}
+
+IngestResult Ingestor::counted(int64_t t0, IngestResult r) {
   if (r.status == IngestResult::Status::kRejected) return reject(r.reason);
   metrics_.observe("faultline_ingest_seconds", double(clock_.steadyNs() - t0) / 1e9);
   metrics_.add("faultline_batches_total", "result", std::string(ingestStatusName(r.status)));

@@ -7,6 +7,7 @@
 // rejected result with a reason, counted in faultline_rejects_total{reason}.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "aggregator/clock.h"
@@ -27,6 +28,14 @@ class Ingestor {
   IngestResult ingestBytes(std::string_view payload, std::string_view authenticated_agent,
                            std::string_view authenticated_host = {}, uint64_t* sequence = nullptr);
   IngestResult ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // The two halves of ingestBytes for the grouped writer (ZmqEndpoint, docs/aggregator.md
+  // "Ingest"): decodeBatch needs no store (decoding, limits and the hostname check happen before
+  // the group takes the store lock); nullopt + *rejected (already counted) on a bad batch.
+  // ingestGrouped stores through Store::ingestBatchGrouped: inside a group, a store failure fails
+  // the whole group (no acks).
+  std::optional<common::SymptomBatchData> decodeBatch(std::string_view payload, std::string_view authenticated_host,
+                                                      uint64_t* sequence, IngestResult* rejected);
+  IngestResult ingestGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
   // A site relay's RelayBatch ("relay" frames): `authenticated_site` is the site name of the
   // relay's key (relays/SITE.pub); a batch claiming another site is rejected ("relay: site
   // mismatch"). `sequence` gets the batch's sequence once decoded.
@@ -43,6 +52,7 @@ class Ingestor {
 
  private:
   IngestResult reject(std::string reason);
+  IngestResult counted(int64_t t0, IngestResult r);
 
   Store& store_;
   Metrics& metrics_;

@@ -192,7 +192,20 @@ void ZmqEndpoint::handleZap() {
   zap_->send(zmq::str_buffer(""), zmq::send_flags::none);
 }
 
+bool ZmqEndpoint::recvMessage(std::vector<zmq::message_t>* frames) {
+  frames->clear();
+  while (true) {
+    zmq::message_t m;
+    if (!router_->recv(m, zmq::recv_flags::dontwait)) break;
+    bool more = m.more();
+    frames->push_back(std::move(m));
+    if (!more) break;
+  }
+  return !frames->empty();
+}
+
 void ZmqEndpoint::handleRouter() {
+  if (!options_.legacy_ingest) return handleRouterGrouped();
   // Drain what is queued now (bounded, so ZAP requests are not starved by a flood), all of it in
   // one group commit: one fsync per pass instead of one per batch. Acks go out after the commit.
   const bool group = ingestor_.beginGroup();
@@ -209,21 +222,74 @@ void ZmqEndpoint::handleRouter() {
       self->sendAcks();
     }
   } flush{this, group};
+  std::vector<zmq::message_t> frames;
   for (int n = 0; n < 256; ++n) {
-    std::vector<zmq::message_t> frames;
-    while (true) {
-      zmq::message_t m;
-      if (!router_->recv(m, zmq::recv_flags::dontwait)) break;
-      bool more = m.more();
-      frames.push_back(std::move(m));
-      if (!more) break;
-    }
-    if (frames.empty()) return;
+    if (!recvMessage(&frames)) return;
     handleMessage(frames);
     // The HTTP API or the verdict engine wants the store: commit and ack what we have, the
     // rest of the queue is read at the next poll.
     if (group && ingestor_.othersWaiting()) return;
   }
+}
+
+// One pass of the grouped writer: read what is queued (at most max_pass messages), screen and
+// decode the batches with no store lock held, then write them all in one group and ack after
+// its commit. Heartbeats and relay batches go through dispatch() inside the group, in order.
+void ZmqEndpoint::handleRouterGrouped() {
+  struct Item {
+    std::vector<zmq::message_t> frames;
+    std::unique_ptr<Screened> s;
+    std::optional<common::SymptomBatchData> batch;
+    uint64_t sequence = 0;
+  };
+  std::vector<Item> items;
+  items.reserve(64);
+  const int max_pass = options_.max_pass > 0 ? options_.max_pass : 1;
+  for (int n = 0; n < max_pass; ++n) {
+    Item it;
+    if (!recvMessage(&it.frames)) break;
+    it.s = std::make_unique<Screened>();
+    if (!screen(it.frames, it.s.get())) continue;
+    if (!it.s->relay && it.s->plain.type == common::kTypeBatch) {
+      IngestResult rejected;
+      it.batch = ingestor_.decodeBatch(it.s->plain.payload, it.s->host, &it.sequence, &rejected);
+      if (!it.batch) {
+        reject("", it.s->who, rejected.reason);
+        continue;
+      }
+    }
+    items.push_back(std::move(it));
+  }
+  if (items.empty()) return;
+  bool group = ingestor_.beginGroup();
+  auto commit = [&] {
+    if (group && !ingestor_.endGroup()) {
+      // Nothing of this group is stored: no acks, the agents resend.
+      logLine("faultline-aggregator: ingest: group commit failed; " + std::to_string(pending_acks_.size()) +
+              " batches will be resent");
+      pending_acks_.clear();
+    }
+    sendAcks();
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto& it = items[i];
+    if (!it.batch) {
+      dispatch(*it.s);
+    } else {
+      auto r = group ? ingestor_.ingestGrouped(*it.batch, it.s->routing_id) : ingestor_.ingest(*it.batch, it.s->routing_id);
+      if (r.status == IngestResult::Status::kRejected)
+        reject("", it.s->who, r.reason);  // counted by the Ingestor
+      else
+        pending_acks_.emplace_back(it.s->routing_id, common::encodeAck({it.s->routing_id, it.sequence}));
+    }
+    // The HTTP API or the verdict engine wants the store: commit and ack what we have, let it
+    // in (beginGroup yields to it), and go on with the rest of the pass in a new group.
+    if (group && i + 1 < items.size() && ingestor_.othersWaiting()) {
+      commit();
+      group = ingestor_.beginGroup();
+    }
+  }
+  commit();
 }
 
 void ZmqEndpoint::sendAcks() {
@@ -242,18 +308,27 @@ void ZmqEndpoint::sendAcks() {
 }
 
 void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
-  std::string routing_id = frames[0].to_string();
+  Screened s;
+  if (screen(frames, &s)) dispatch(s);
+}
+
+bool ZmqEndpoint::screen(std::vector<zmq::message_t>& frames, Screened* s) {
+  s->routing_id = frames[0].to_string();
   // The hostname ZAP bound to this connection's key; every frame of a message carries it.
-  std::string host;
   if (frames.size() > 1) {
     const char* uid = zmq_msg_gets(frames[1].handle(), "User-Id");
-    if (uid) host = uid;
+    if (uid) s->host = uid;
   }
-  std::string who = host.empty() ? printable(routing_id) : host;
-  if (host.empty()) return reject("unauthenticated", who);
-  if (frames.size() != 3) return reject("frame count", who, std::to_string(frames.size() - 1) + " frames");
+  s->who = s->host.empty() ? printable(s->routing_id) : s->host;
+  const std::string& who = s->who;
+  auto rejected = [&](const std::string& reason, const std::string& detail = "") {
+    reject(reason, who, detail);
+    return false;
+  };
+  if (s->host.empty()) return rejected("unauthenticated");
+  if (frames.size() != 3) return rejected("frame count", std::to_string(frames.size() - 1) + " frames");
   if (frames[2].size() > options_.max_message_bytes)
-    return reject("oversized", who, std::to_string(frames[2].size()) + " bytes");
+    return rejected("oversized", std::to_string(frames[2].size()) + " bytes");
   {
     // Counted as sent (before inflating), under a known type only: a hostile type name must not
     // create metric series.
@@ -264,19 +339,25 @@ void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
                  frames[1].size() + frames[2].size());
   }
   // "batch+zstd" / "heartbeat+zstd": inflated within the same size limit.
-  common::UnwrappedPayload plain;
   std::string why;
-  if (!common::unwrapPayload(frames[1].to_string_view(), frames[2].to_string_view(), &plain, &why,
+  if (!common::unwrapPayload(frames[1].to_string_view(), frames[2].to_string_view(), &s->plain, &why,
                              options_.max_message_bytes))
-    return reject("zstd: " + why, who);
-  auto type = plain.type;
-  auto payload = plain.payload;
-
-  const bool relay = host.starts_with(kRelayPrefix);
-  if (relay != (type == common::kTypeRelay)) {
+    return rejected("zstd: " + why);
+  s->relay = s->host.starts_with(kRelayPrefix);
+  if (s->relay != (s->plain.type == common::kTypeRelay)) {
     // A site's key speaks only "relay"; a node's key never does.
-    return reject(relay ? "relay: not a relay message" : "relay: not a relay key", who, printable(type));
+    return rejected(s->relay ? "relay: not a relay message" : "relay: not a relay key", printable(s->plain.type));
   }
+  return true;
+}
+
+void ZmqEndpoint::dispatch(Screened& s) {
+  const std::string& routing_id = s.routing_id;
+  const std::string& host = s.host;
+  const std::string& who = s.who;
+  auto type = s.plain.type;
+  auto payload = s.plain.payload;
+  const bool relay = s.relay;
   if (type == common::kTypeBatch || type == common::kTypeRelay) {
     uint64_t sequence = 0;
     auto r = relay ? ingestor_.ingestRelayBytes(payload, std::string_view(host).substr(kRelayPrefix.size()), &sequence)

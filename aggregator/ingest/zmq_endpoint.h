@@ -24,6 +24,7 @@
 #include "aggregator/ingest/allow_list.h"
 #include "aggregator/ingest/ingestor.h"
 #include "aggregator/metrics/metrics.h"
+#include "common/protocol.h"
 
 namespace faultline::aggregator {
 
@@ -34,6 +35,13 @@ struct ZmqEndpointOptions {
   size_t max_message_bytes = 16 << 20;            // larger payloads are rejected ("oversized")
   int poll_ms = 100;                              // how soon stop()/reload requests are seen
   int log_per_minute = 30;                        // reject log lines; the rest are counted
+  // The ingest pass (docs/aggregator.md, "Ingest"). false (default): each pass reads up to
+  // `max_pass` queued messages and decodes them before taking the store, then writes them in one
+  // group with statements prepared once and no savepoint per batch. true: the previous path — a
+  // message read, decoded and stored (a savepoint, statements prepared per batch) one at a time
+  // inside the group, at most 256 per pass (kept as the bench's peer).
+  bool legacy_ingest = false;
+  int max_pass = 1024;
   // Where log lines go (default: stderr).
   std::function<void(const std::string&)> log;
 };
@@ -62,7 +70,18 @@ class ZmqEndpoint {
   void reload();
   void handleZap();
   void handleRouter();
+  void handleRouterGrouped();
   void handleMessage(std::vector<zmq::message_t>& frames);
+  // The checks every message gets before its type matters (authenticated host, frame count,
+  // size, received bytes, zstd, relay key vs type). false: rejected (counted, logged).
+  struct Screened {
+    std::string routing_id, host, who;
+    common::UnwrappedPayload plain;
+    bool relay = false;
+  };
+  bool screen(std::vector<zmq::message_t>& frames, Screened* s);
+  void dispatch(Screened& s);
+  bool recvMessage(std::vector<zmq::message_t>* frames);
   void sendAcks();
   void reject(const std::string& reason, const std::string& who, const std::string& detail = "");
   void logLine(const std::string& line);

@@ -7,7 +7,15 @@ namespace faultline::aggregator::sql {
 Stmt::Stmt(sqlite3* db, std::string_view sql) {
   rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &s_, nullptr);
 }
-Stmt::~Stmt() { sqlite3_finalize(s_); }
+Stmt::Stmt(Db& db, std::string_view sql) : borrowed_(true) { s_ = db.cached(sql, &rc_); }
+Stmt::~Stmt() {
+  if (!borrowed_) {
+    sqlite3_finalize(s_);
+  } else if (s_) {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+}
 Stmt& Stmt::bind(int i, int64_t v) {
   sqlite3_bind_int64(s_, i, v);
   return *this;
@@ -18,6 +26,10 @@ Stmt& Stmt::bind(int i, double v) {
 }
 Stmt& Stmt::bind(int i, std::string_view v) {
   sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Stmt& Stmt::bindRef(int i, std::string_view v) {
+  sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   return *this;
 }
 Stmt& Stmt::bindBlob(int i, std::string_view v) {
@@ -53,7 +65,23 @@ std::unique_ptr<Db> Db::open(const std::string& path, bool read_only, std::strin
   return std::unique_ptr<Db>(new Db(db));
 }
 
-Db::~Db() { sqlite3_close(db_); }
+Db::~Db() {
+  for (auto& [sql, s] : cache_) sqlite3_finalize(s);
+  sqlite3_close(db_);
+}
+
+sqlite3_stmt* Db::cached(std::string_view sql, int* rc) {
+  auto it = cache_.find(std::string(sql));
+  if (it != cache_.end()) {
+    *rc = SQLITE_OK;
+    return it->second;
+  }
+  sqlite3_stmt* s = nullptr;
+  *rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+  if (*rc != SQLITE_OK) return nullptr;
+  cache_.emplace(std::string(sql), s);
+  return s;
+}
 
 bool Db::exec(std::string_view sql, std::string* error) {
   char* msg = nullptr;

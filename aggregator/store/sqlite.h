@@ -9,12 +9,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace faultline::aggregator::sql {
+
+class Db;
 
 class Stmt {
  public:
   Stmt(sqlite3* db, std::string_view sql);
+  // A statement prepared once per connection and kept (Db::cached): reset and its bindings
+  // cleared on destruction instead of finalized. For hot paths (the ingest writer).
+  Stmt(Db& db, std::string_view sql);
   ~Stmt();
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -28,6 +34,8 @@ class Stmt {
   Stmt& bind(int i, std::string_view v);
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  // Text not copied: `v` must stay unchanged until the statement is reset (hot loops only).
+  Stmt& bindRef(int i, std::string_view v);
   // Binary data (packed Cap'n Proto has NULs; SQL length() of TEXT stops at the first one).
   Stmt& bindBlob(int i, std::string_view v);
   Stmt& bindNull(int i);
@@ -42,6 +50,7 @@ class Stmt {
  private:
   sqlite3_stmt* s_ = nullptr;
   int rc_ = SQLITE_OK;
+  bool borrowed_ = false;
 };
 
 class Db {
@@ -55,10 +64,14 @@ class Db {
   std::string errmsg() const { return sqlite3_errmsg(db_); }
   int64_t changes() const { return sqlite3_changes64(db_); }
   int64_t lastRowid() const { return sqlite3_last_insert_rowid(db_); }
+  // The statement for `sql`, prepared on first use and kept until the Db closes (nullptr and
+  // *rc set when it does not prepare). Keyed by the SQL text.
+  sqlite3_stmt* cached(std::string_view sql, int* rc);
 
  private:
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() succeeded.

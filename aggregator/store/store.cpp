@@ -82,6 +82,132 @@ json symptomToJson(const common::Symptom& s) {
               {"boot_id", s.boot_id}};
 }
 
+namespace {
+
+// Appends `v` as nlohmann::json::dump() writes a string (ensure_ascii off): ", \ and the control
+// characters escaped (\b \f \n \r \t, others \u00xx), everything else as is. false when `v` is not
+// valid UTF-8 (dump() throws then; the caller falls back to it).
+bool appendJsonString(std::string& out, std::string_view v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (size_t i = 0; i < v.size();) {
+    // A run of bytes written as they are, in one append.
+    size_t run = i;
+    while (run < v.size()) {
+      auto b = static_cast<unsigned char>(v[run]);
+      if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(v.data() + i, run - i);
+      i = run;
+      if (i == v.size()) break;
+    }
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            out += "\\u00";
+            out.push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 15]);
+          } else {
+            out.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte sequence, checked as RFC 3629 (no overlongs, surrogates or > U+10FFFF).
+    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || c > 0xf4 || i + n > v.size()) return false;
+    auto b1 = static_cast<unsigned char>(v[i + 1]);
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c == 0xe0) lo = 0xa0;
+    else if (c == 0xed) hi = 0x9f;
+    else if (c == 0xf0) lo = 0x90;
+    else if (c == 0xf4) hi = 0x8f;
+    if (b1 < lo || b1 > hi) return false;
+    for (size_t k = 2; k < n; ++k)
+      if ((static_cast<unsigned char>(v[i + k]) & 0xc0) != 0x80) return false;
+    out.append(v.data() + i, n);
+    i += n;
+  }
+  out.push_back('"');
+  return true;
+}
+
+}  // namespace
+
+std::string symptomJsonText(const common::Symptom& s) {
+  // The keys in std::map order, as dump() writes them.
+  std::string out;
+  out.reserve(256 + s.summary.size() + s.evidence.size() * 160);
+  bool ok = true;
+  auto key = [&](const char* k) {
+    out += out.empty() ? "{\"" : ",\"";
+    out += k;
+    out += "\":";
+  };
+  auto str = [&](const char* k, std::string_view v) {
+    key(k);
+    ok = appendJsonString(out, v) && ok;
+  };
+  auto num = [&](const char* k, int64_t v) {
+    key(k);
+    out += std::to_string(v);
+  };
+  auto boolean = [&](const char* k, bool v) {
+    key(k);
+    out += v ? "true" : "false";
+  };
+  str("boot_id", s.boot_id);
+  str("category", s.category);
+  num("count", s.count);
+  str("device", s.device);
+  key("evidence");
+  out.push_back('[');
+  for (size_t i = 0; i < s.evidence.size(); ++i) {
+    if (i) out.push_back(',');
+    ok = appendJsonString(out, s.evidence[i]) && ok;
+  }
+  out.push_back(']');
+  boolean("fallback_root", s.fallback_root);
+  key("fields");
+  out.push_back('{');
+  bool first = true;
+  for (const auto& [k, v] : s.fields) {
+    if (!first) out.push_back(',');
+    first = false;
+    ok = appendJsonString(out, k) && ok;
+    out.push_back(':');
+    ok = appendJsonString(out, v) && ok;
+  }
+  out.push_back('}');
+  num("first_ns", s.first_ns);
+  num("last_ns", s.last_ns);
+  str("node", s.node);
+  str("role", common::roleName(s.role));
+  str("rule_id", s.rule_id);
+  str("severity", common::severityName(s.severity));
+  str("source", s.source);
+  str("source_kind", common::sourceKindName(s.source_kind));
+  str("sub_domain", common::subDomainName(s.sub_domain));
+  str("summary", s.summary);
+  str("symptom", s.symptom);
+  boolean("time_known", s.time_known);
+  out.push_back('}');
+  // Not UTF-8 somewhere: whatever dump() does with it (the previous path's behaviour).
+  return ok ? out : symptomToJson(s).dump();
+}
+
 common::Symptom symptomFromJson(const json& j) {
   common::Symptom s;
   s.rule_id = j.value("rule_id", "");
@@ -176,18 +302,86 @@ bool Store::addNodeEvent(const NodeEvent& e) {
   return true;
 }
 
+namespace {
+
+// The checks of a batch that need no store: "" when it may be stored.
+std::string batchCheck(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
+  const auto& h = batch.header;
+  if (h.agent_id.empty() || h.hostname.empty()) return "missing agent id or hostname";
+  if (h.agent_id != authenticated_agent) return "agent id mismatch";
+  for (const auto& s : batch.symptoms)
+    if (s.node != h.hostname) return "symptom for another node";
+  return "";
+}
+
+IngestResult rejectedResult(std::string reason) {
+  IngestResult r;
+  r.status = IngestResult::Status::kRejected;
+  r.reason = std::move(reason);
+  return r;
+}
+
+}  // namespace
+
+// A stored batch's sender: the agent's and node's rows (counts, last seen, boot), a node event
+// for a new node or a reboot, the node's source coverage. `cached`: statements prepared once
+// (the grouped writer) instead of per call (the previous path, kept as is for comparisons).
+bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t now, bool cached) {
+  const auto& h = batch.header;
+  auto prepare = [&](std::optional<Stmt>& st, std::string_view q) -> Stmt& {
+    if (cached) st.emplace(*db_, q);
+    else st.emplace(db_->get(), q);
+    return *st;
+  };
+  {
+    std::optional<Stmt> st;
+    auto& a = prepare(st,
+                      "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, "
+                      "last_seen_ns, last_batch_ns, batches, symptoms) VALUES(?1,?2,?3,?4,?5,?6,?6,?6,1,?7) "
+                      "ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, agent_version=?4, ruleset_version=?5, "
+                      "last_seen_ns=?6, last_batch_ns=?6, batches=batches+1, symptoms=symptoms+?7");
+    a.bind(1, h.agent_id).bind(2, h.hostname).bind(3, h.boot_id).bind(4, h.agent_version);
+    a.bind(5, h.ruleset_version).bind(6, now).bind(7, int64_t(batch.symptoms.size()));
+    if (a.step() != SQLITE_DONE) return false;
+  }
+  {
+    bool known = false;
+    std::string old_boot;
+    {
+      std::optional<Stmt> st;
+      auto& prev = prepare(st, "SELECT boot_id FROM nodes WHERE hostname = ?");
+      prev.bind(1, h.hostname);
+      known = prev.step() == SQLITE_ROW;
+      if (known) old_boot = prev.text(0);
+    }
+    if (!known) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
+    else if (!h.boot_id.empty() && !old_boot.empty() && old_boot != h.boot_id)
+      addNodeEventLocked({h.hostname, now, "boot", "boot " + old_boot + " -> " + h.boot_id, ""});
+    std::optional<Stmt> st;
+    auto& n = prepare(st,
+                      "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms) "
+                      "VALUES(?1,?2,?3,?4,?4,?5) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
+                      "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, symptoms=symptoms+?5");
+    n.bind(1, h.hostname).bind(2, h.agent_id).bind(3, h.boot_id).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
+    if (n.step() != SQLITE_DONE) return false;
+  }
+  for (const auto& c : batch.sources) {
+    std::optional<Stmt> st;
+    auto& src = prepare(st,
+                        "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns) "
+                        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(node, source) DO UPDATE SET format=?3, "
+                        "status=?4, reason=?5, records=?6, skipped=?7, updated_ns=?8");
+    src.bind(1, h.hostname).bind(2, c.source).bind(3, c.format).bind(4, c.status).bind(5, c.reason);
+    src.bind(6, c.records).bind(7, c.skipped).bind(8, now).step();
+  }
+  return true;
+}
+
 IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   IngestResult r;
   const auto& h = batch.header;
-  auto reject = [&](std::string reason) {
-    r.status = IngestResult::Status::kRejected;
-    r.reason = std::move(reason);
-    return r;
-  };
-  if (h.agent_id.empty() || h.hostname.empty()) return reject("missing agent id or hostname");
-  if (h.agent_id != authenticated_agent) return reject("agent id mismatch");
-  for (const auto& s : batch.symptoms)
-    if (s.node != h.hostname) return reject("symptom for another node");
+  auto reject = rejectedResult;
+  if (auto why = batchCheck(batch, authenticated_agent); !why.empty()) return reject(std::move(why));
   const int64_t now = clock_.nowNs();
 
   Lock lock(*this);
@@ -221,41 +415,76 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
     r.last_symptom_id = db_->lastRowid();
   }
-  {
-    Stmt a(db_->get(),
-           "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, "
-           "last_seen_ns, last_batch_ns, batches, symptoms) VALUES(?1,?2,?3,?4,?5,?6,?6,?6,1,?7) "
-           "ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, agent_version=?4, ruleset_version=?5, "
-           "last_seen_ns=?6, last_batch_ns=?6, batches=batches+1, symptoms=symptoms+?7");
-    a.bind(1, h.agent_id).bind(2, h.hostname).bind(3, h.boot_id).bind(4, h.agent_version);
-    a.bind(5, h.ruleset_version).bind(6, now).bind(7, int64_t(batch.symptoms.size()));
-    if (a.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
-  }
-  {
-    Stmt prev(db_->get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
-    prev.bind(1, h.hostname);
-    bool known = prev.step() == SQLITE_ROW;
-    std::string old_boot = known ? prev.text(0) : "";
-    if (!known) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
-    else if (!h.boot_id.empty() && !old_boot.empty() && old_boot != h.boot_id)
-      addNodeEventLocked({h.hostname, now, "boot", "boot " + old_boot + " -> " + h.boot_id, ""});
-    Stmt n(db_->get(),
-           "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms) "
-           "VALUES(?1,?2,?3,?4,?4,?5) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
-           "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, symptoms=symptoms+?5");
-    n.bind(1, h.hostname).bind(2, h.agent_id).bind(3, h.boot_id).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
-    if (n.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
-  }
-  for (const auto& c : batch.sources) {
-    Stmt src(db_->get(),
-             "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns) "
-             "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
-             "reason=?5, records=?6, skipped=?7, updated_ns=?8");
-    src.bind(1, h.hostname).bind(2, c.source).bind(3, c.format).bind(4, c.status).bind(5, c.reason);
-    src.bind(6, c.records).bind(7, c.skipped).bind(8, now).step();
-  }
+  if (!recordSenderLocked(batch, now, false)) return reject("store: " + db_->errmsg());
   std::string err;
   if (!tx.commit(&err)) return reject("store: " + err);
+  r.status = IngestResult::Status::kStored;
+  r.symptoms = batch.symptoms.size();
+  return r;
+}
+
+IngestResult Store::ingestBatchGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
+  if (auto why = batchCheck(batch, authenticated_agent); !why.empty()) return rejectedResult(std::move(why));
+  const auto& h = batch.header;
+  const int64_t now = clock_.nowNs();
+  auto reject = rejectedResult;
+  IngestResult r;
+
+  Lock lock(*this);
+  // Held by this thread's group (the mutex is recursive, so in_group_ is ours) or our own
+  // transaction. In a group, a failed write poisons the group: its writes are not undone one by
+  // one, the whole group rolls back at endGroup.
+  std::optional<sql::Transaction> tx;
+  if (!in_group_) {
+    tx.emplace(*db_);
+    if (!tx->began()) return reject("store: " + db_->errmsg());
+  } else if (group_failed_) {
+    return reject("store: group failed");
+  }
+  auto fail = [&](std::string reason) {
+    if (in_group_) group_failed_ = true;
+    return reject("store: " + std::move(reason));
+  };
+  {
+    Stmt owner(*db_, "SELECT agent_id FROM agents WHERE hostname = ?");
+    owner.bind(1, h.hostname);
+    int rc = owner.step();
+    if (rc == SQLITE_ROW && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(db_->errmsg());
+  }
+  {
+    Stmt key(*db_,
+             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?)");
+    key.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
+    if (key.step() != SQLITE_DONE) return fail(db_->errmsg());
+    if (db_->changes() == 0) {
+      r.status = IngestResult::Status::kDuplicate;
+      return r;  // nothing written
+    }
+  }
+  {
+    Stmt ins(*db_,
+             "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    std::string payload;
+    for (const auto& s : batch.symptoms) {
+      // Bound without copies: everything outlives the step, and the reset above came first.
+      ins.reset();
+      payload = symptomJsonText(s);
+      ins.bindRef(1, h.agent_id).bindRef(2, h.boot_id).bind(3, h.sequence).bindRef(4, s.node).bindRef(5, s.rule_id);
+      ins.bindRef(6, common::subDomainName(s.sub_domain)).bindRef(7, common::roleName(s.role));
+      ins.bindRef(8, common::severityName(s.severity)).bindRef(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
+      ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
+      ins.bindRef(15, payload);
+      if (ins.step() != SQLITE_DONE) return fail(db_->errmsg());
+      r.last_symptom_id = db_->lastRowid();
+    }
+  }
+  if (!recordSenderLocked(batch, now, true)) return fail(db_->errmsg());
+  if (tx) {
+    std::string err;
+    if (!tx->commit(&err)) return reject("store: " + err);
+  }
   r.status = IngestResult::Status::kStored;
   r.symptoms = batch.symptoms.size();
   return r;
@@ -888,9 +1117,11 @@ bool Store::beginGroup(std::string* error) {
 
 bool Store::endGroup(std::string* error) {
   if (!in_group_) return false;  // not held by a group: nothing to unlock
-  bool ok = db_->exec("COMMIT", error);
+  bool ok = !group_failed_ && db_->exec("COMMIT", error);
+  if (group_failed_ && error) *error = "store: a write of the group failed";
   if (!ok) db_->exec("ROLLBACK");
   in_group_ = false;
+  group_failed_ = false;
   mu_.unlock();
   return ok;
 }

@@ -240,6 +240,12 @@ class Store {
   // agent id differs from the authenticated one, empty host/agent, a symptom for another node,
   // the hostname already bound to another agent, or a store failure.
   IngestResult ingestBatch(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // The same checks and rows as ingestBatch, for the ingest writer: statements prepared once per
+  // connection and reused, and inside a group (beginGroup) no savepoint per batch — a store
+  // failure after the checks fails the whole group instead (endGroup rolls back and returns
+  // false, so nothing of it is acked and the agents resend). Outside a group: its own
+  // transaction, like ingestBatch.
+  IngestResult ingestBatchGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
   // Records the agent's liveness, spool state and per-source status. false + *reason on reject.
   bool recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
 
@@ -344,6 +350,7 @@ class Store {
   std::optional<JobRow> jobLocked(const std::string& job_id);
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
+  bool recordSenderLocked(const common::SymptomBatchData& batch, int64_t now, bool cached);
   bool putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                           int64_t now_ns);
 
@@ -352,6 +359,7 @@ class Store {
   std::recursive_mutex mu_;
   std::atomic<int> waiters_{0};
   bool in_group_ = false;
+  bool group_failed_ = false;  // a write inside the group failed: endGroup rolls back
   struct Lock {
     explicit Lock(Store& s) : store(s) {
       ++store.waiters_;
@@ -369,6 +377,9 @@ class Store {
 
 // Symptom <-> JSON as kept in the store and served by the API.
 nlohmann::json symptomToJson(const common::Symptom& s);
+// The same text as symptomToJson(s).dump(), written directly (no json tree): the ingest
+// writer's payload column.
+std::string symptomJsonText(const common::Symptom& s);
 common::Symptom symptomFromJson(const nlohmann::json& j);
 std::optional<common::SourceKind> parseSourceKind(std::string_view s);
 

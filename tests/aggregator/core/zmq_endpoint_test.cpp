@@ -78,7 +78,7 @@ struct Fixture {
   std::vector<std::string> log;  // endpoint thread only until joined
   zmq::context_t ctx;
 
-  explicit Fixture(size_t max_message_bytes = 1 << 20) {
+  explicit Fixture(size_t max_message_bytes = 1 << 20, bool legacy_ingest = false) {
     std::string error;
     store = Store::open(dir.file("z.db"), clock, {}, &error);
     REQUIRE(store);
@@ -90,6 +90,7 @@ struct Fixture {
     o.allow_dir = dir.file("agents.d");
     o.max_message_bytes = max_message_bytes;
     o.poll_ms = 20;
+    o.legacy_ingest = legacy_ingest;
     o.log = [this](const std::string& l) { log.push_back(l); };
     endpoint = std::make_unique<ZmqEndpoint>(*ingestor, metrics, clock, o);
   }
@@ -251,7 +252,9 @@ TEST_CASE("zmq endpoint: garbage, truncated, oversized and misframed messages ar
 }
 
 TEST_CASE("zmq endpoint: a replayed batch is acked again and stored once", "[zmq]") {
-  Fixture f;
+  const bool legacy = GENERATE(false, true);  // the grouped writer and the previous pass
+  INFO("legacy ingest " << legacy);
+  Fixture f(1 << 20, legacy);
   KeyPair agent;
   f.allow("gpu-01", agent);
   f.start();
@@ -272,7 +275,9 @@ TEST_CASE("zmq endpoint: a replayed batch is acked again and stored once", "[zmq
 
 TEST_CASE("zmq endpoint: the allow-list is re-read on request (SIGHUP): added keys get in, removed ones not",
           "[zmq]") {
-  Fixture f;
+  const bool legacy = GENERATE(false, true);  // the grouped writer and the previous pass
+  INFO("legacy ingest " << legacy);
+  Fixture f(1 << 20, legacy);
   KeyPair a, b;
   f.allow("gpu-01", a);
   f.start();
@@ -406,7 +411,9 @@ TEST_CASE("zmq endpoint: a site relay's key sends relay batches only, a node's k
 
 TEST_CASE("zmq endpoint: a burst is committed as a group and every batch acked once, after the commit",
           "[zmq]") {
-  Fixture f;
+  const bool legacy = GENERATE(false, true);  // the grouped writer and the previous pass
+  INFO("legacy ingest " << legacy);
+  Fixture f(1 << 20, legacy);
   KeyPair a, b;
   f.allow("gpu-01", a);
   f.allow("gpu-02", b);

@@ -1,0 +1,187 @@
+// The grouped ingest writer (Store::ingestBatchGrouped, symptomJsonText): the same rows as the
+// one-batch-per-transaction path, exactly once inside a group, nothing of a failed group kept.
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+
+#include "aggregator/store/store.h"
+#include "tests/aggregator/core/store_util.h"
+#include "tests/aggregator/core/test_util.h"
+
+using namespace faultline;
+using namespace faultline::aggregator;
+using namespace faultline::aggregator::testing;
+
+namespace {
+
+// Runs SQL on the store's file through a second connection (the store holds no transaction).
+void execOn(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* msg = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
+  INFO((msg ? msg : ""));
+  sqlite3_free(msg);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+std::vector<std::string> storedPayloads(Store& store, const std::vector<std::string>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& s : store.symptomsForWindow(nodes, 0, kT0 + 3600 * kSec, kT0 + 3600 * kSec, nullptr))
+    out.push_back(symptomToJson(s).dump());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ingest: symptomJsonText writes what symptomToJson(...).dump() writes", "[store][ingest]") {
+  auto s = makeSymptom("gpu-01", "nccl.remote_error", kT0 + 7, common::SubDomain::kNetwork, common::Role::kCascade,
+                       "mlx5_0/1");
+  s.symptom = "nccl_remote";
+  s.category = "nccl";
+  s.source = "/var/log/slurm/job.out";
+  s.source_kind = common::SourceKind::kApplication;
+  s.last_ns = kT0 + 99;
+  s.time_known = true;
+  s.count = 4'000'000'000u;
+  s.fallback_root = true;
+  s.summary = "quote \" backslash \\ slash / tab \t newline \n cr \r bs \b ff \f";
+  s.evidence = {"ctl \x01\x1f del \x7f", "utf-8: é 中 \xF0\x9F\x98\x80 end", ""};
+  s.fields = {{"rank", "12"}, {"k\"ey", "v\\al"}, {"", ""}};
+  s.boot_id = "b";
+  CHECK(symptomJsonText(s) == symptomToJson(s).dump());
+  s.evidence.clear();
+  s.fields.clear();
+  s.first_ns = -5;
+  s.time_known = false;
+  s.fallback_root = false;
+  CHECK(symptomJsonText(s) == symptomToJson(s).dump());
+  // Not UTF-8 (a lone continuation byte, an overlong, a surrogate, a truncated sequence): the
+  // same as dump() — which refuses it.
+  for (std::string bad : {"\x80", "\xC0\xAF", "\xED\xA0\x80", "\xE4\xB8"}) {
+    s.summary = bad;
+    CHECK_THROWS(symptomToJson(s).dump());
+    CHECK_THROWS(symptomJsonText(s));
+  }
+}
+
+TEST_CASE("ingest: the grouped writer stores the same rows as one transaction per batch", "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto one = openStore(dir.file("one.db"), clock);
+  auto grouped = openStore(dir.file("grouped.db"), clock);
+  std::vector<common::SymptomBatchData> batches;
+  for (uint64_t seq = 1; seq <= 3; ++seq)
+    for (std::string node : {"gpu-01", "gpu-02"}) {
+      auto s = makeSymptom(node, "gpu.xid79", kT0 + int64_t(seq) * kSec, common::SubDomain::kHardware,
+                           common::Role::kRoot, "0000:3b:00.0");
+      s.fields = {{"xid", "79"}};
+      s.evidence = {"NVRM: Xid (PCI:0000:3b:00): 79, \"fallen off\""};
+      auto b = makeBatch(node, seq, {s, makeSymptom(node, "nccl.timeout", kT0 + int64_t(seq) * kSec)},
+                         seq == 3 ? "boot-2" : "boot-1");
+      b.sources.push_back({node, "kmsg", "kmsg", 10 * seq, 0, "ok", ""});
+      batches.push_back(b);
+    }
+  for (const auto& b : batches)
+    REQUIRE(one->ingestBatch(b, b.header.agent_id).status == IngestResult::Status::kStored);
+  REQUIRE(grouped->beginGroup(nullptr));
+  for (const auto& b : batches)
+    CHECK(grouped->ingestBatchGrouped(b, b.header.agent_id).status == IngestResult::Status::kStored);
+  REQUIRE(grouped->endGroup(nullptr));
+
+  CHECK(storedPayloads(*grouped, {"gpu-01", "gpu-02"}) == storedPayloads(*one, {"gpu-01", "gpu-02"}));
+  CHECK(storedPayloads(*grouped, {"gpu-01", "gpu-02"}).size() == 12);
+  auto ca = one->counts(), cb = grouped->counts();
+  CHECK(cb.batches == ca.batches);
+  CHECK(cb.symptoms == ca.symptoms);
+  CHECK(cb.nodes == 2);
+  auto agents_a = one->agents(), agents_b = grouped->agents();
+  REQUIRE(agents_b.size() == 2);
+  REQUIRE(agents_a.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(agents_b[i].agent_id == agents_a[i].agent_id);
+    CHECK(agents_b[i].batches == agents_a[i].batches);
+    CHECK(agents_b[i].symptoms == agents_a[i].symptoms);
+    CHECK(agents_b[i].boot_id == "boot-2");
+  }
+  for (std::string node : {"gpu-01", "gpu-02"}) {
+    auto ha = one->nodeHistory(node, 0), hb = grouped->nodeHistory(node, 0);
+    REQUIRE(hb.size() == ha.size());
+    REQUIRE(hb.size() == 2);  // agent_seen, boot
+    for (size_t i = 0; i < ha.size(); ++i) {
+      CHECK(hb[i].kind == ha[i].kind);
+      CHECK(hb[i].detail == ha[i].detail);
+    }
+  }
+  auto na = one->nodes(), nb = grouped->nodes();
+  REQUIRE(nb.size() == 2);
+  REQUIRE(nb[0].sources.size() == 1);
+  CHECK(nb[0].sources[0].records == na[0].sources[0].records);
+}
+
+TEST_CASE("ingest: inside a group a batch is stored once; the checks of the single path hold", "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("g.db"), clock);
+  auto b = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid79", kT0), makeSymptom("gpu-01", "gpu.xid48", kT0)});
+  REQUIRE(store->beginGroup(nullptr));
+  CHECK(store->ingestBatchGrouped(b, "agent-gpu-01").status == IngestResult::Status::kStored);
+  // The resend in the same group (not yet committed) is a duplicate.
+  CHECK(store->ingestBatchGrouped(b, "agent-gpu-01").status == IngestResult::Status::kDuplicate);
+  CHECK(store->ingestBatchGrouped(b, "agent-gpu-02").reason == "agent id mismatch");
+  auto other_node = makeBatch("gpu-01", 2, {makeSymptom("gpu-02", "x", kT0)});
+  CHECK(store->ingestBatchGrouped(other_node, "agent-gpu-01").reason == "symptom for another node");
+  // Bound to agent-gpu-01 by the first batch of this very group.
+  auto intruder = makeBatch("gpu-01", 3, {});
+  intruder.header.agent_id = "intruder";
+  CHECK(store->ingestBatchGrouped(intruder, "intruder").reason == "hostname bound to another agent");
+  auto empty_host = makeBatch("gpu-01", 4, {});
+  empty_host.header.hostname.clear();
+  CHECK(store->ingestBatchGrouped(empty_host, "agent-gpu-01").reason == "missing agent id or hostname");
+  REQUIRE(store->endGroup(nullptr));
+  CHECK(store->counts().symptoms == 2);
+  CHECK(store->counts().batches == 1);
+  // After the commit, and outside a group (its own transaction): still a duplicate.
+  CHECK(store->ingestBatchGrouped(b, "agent-gpu-01").status == IngestResult::Status::kDuplicate);
+  auto next = makeBatch("gpu-01", 2, {makeSymptom("gpu-01", "gpu.xid48", kT0)});
+  CHECK(store->ingestBatchGrouped(next, "agent-gpu-01").status == IngestResult::Status::kStored);
+  CHECK(store->counts().symptoms == 3);
+}
+
+TEST_CASE("ingest: a write failing inside a group fails the whole group, nothing of it stored", "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("f.db"), clock);
+  // A real SQLite failure on one symptom's INSERT (the cached statements are re-prepared).
+  execOn(dir.file("f.db"),
+         "CREATE TRIGGER poison BEFORE INSERT ON symptoms WHEN NEW.rule_id = 'poison' "
+         "BEGIN SELECT RAISE(ABORT, 'poisoned'); END;");
+  auto good1 = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid79", kT0)});
+  auto bad = makeBatch("gpu-02", 1, {makeSymptom("gpu-02", "gpu.xid79", kT0), makeSymptom("gpu-02", "poison", kT0)});
+  auto good2 = makeBatch("gpu-03", 1, {makeSymptom("gpu-03", "gpu.xid79", kT0)});
+  REQUIRE(store->beginGroup(nullptr));
+  CHECK(store->ingestBatchGrouped(good1, "agent-gpu-01").status == IngestResult::Status::kStored);
+  auto r = store->ingestBatchGrouped(bad, "agent-gpu-02");
+  CHECK(r.status == IngestResult::Status::kRejected);
+  CHECK(r.reason.find("poisoned") != std::string::npos);
+  CHECK(store->ingestBatchGrouped(good2, "agent-gpu-03").reason == "store: group failed");
+  std::string error;
+  CHECK_FALSE(store->endGroup(&error));
+  CHECK_FALSE(error.empty());
+  auto c = store->counts();
+  CHECK(c.symptoms == 0);
+  CHECK(c.batches == 0);
+  CHECK(c.agents == 0);
+  // The next group starts clean: the resent batches are stored (not duplicates), once.
+  REQUIRE(store->beginGroup(nullptr));
+  CHECK(store->ingestBatchGrouped(good1, "agent-gpu-01").status == IngestResult::Status::kStored);
+  CHECK(store->ingestBatchGrouped(good2, "agent-gpu-03").status == IngestResult::Status::kStored);
+  REQUIRE(store->endGroup(nullptr));
+  CHECK(store->counts().symptoms == 2);
+  CHECK(store->counts().batches == 2);
+  // Outside a group the failing batch rolls back on its own.
+  CHECK(store->ingestBatchGrouped(bad, "agent-gpu-02").status == IngestResult::Status::kRejected);
+  CHECK(store->counts().batches == 2);
+  CHECK(store->counts().symptoms == 2);
+}
