@@ -17,7 +17,7 @@
 #
 # Usage: bench/aggregator_load.sh [BUILD_DIR] [-- more `aggregator_load run` flags]
 #        e.g. bench/aggregator_load.sh build -- --batches 16 --symptoms-per-batch 4
-# Env:   AGENTS (2048), SAMPLE (samples/cascade64-xid79), KEEP=1 keeps the temp dir,
+# Env:   AGENTS (2048), SAMPLE (samples/cascade64-xid79), KEEP=1 keeps the temp dir, INGEST (both),
 #        AGG_ARGS (more faultline-aggregator flags, e.g. "--sync-full"), AGGREGATOR (another
 #        faultline-aggregator binary, e.g. one built from another commit, to compare).
 set -euo pipefail
