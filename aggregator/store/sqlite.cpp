@@ -48,6 +48,10 @@ void Stmt::reset() {
 int64_t Stmt::i64(int c) const { return sqlite3_column_int64(s_, c); }
 double Stmt::f64(int c) const { return sqlite3_column_double(s_, c); }
 bool Stmt::isNull(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+std::string_view Stmt::view(int c) const {
+  auto p = static_cast<const char*>(sqlite3_column_blob(s_, c));
+  return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string_view();
+}
 std::string Stmt::text(int c) const {
   auto p = static_cast<const char*>(sqlite3_column_blob(s_, c));
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string();

@@ -45,6 +45,8 @@ class Stmt {
   int64_t i64(int col) const;
   double f64(int col) const;
   std::string text(int col) const;
+  // The column's bytes without a copy: valid until the next step() or reset().
+  std::string_view view(int col) const;
   bool isNull(int col) const;
 
  private:

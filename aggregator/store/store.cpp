@@ -208,6 +208,144 @@ std::string symptomJsonText(const common::Symptom& s) {
   return ok ? out : symptomToJson(s).dump();
 }
 
+namespace {
+
+// Reads the payload text exactly as symptomJsonText (and dump() before it) writes it: the keys in
+// that order, those types, no spaces, the escapes dump() uses. Anything else: nullopt (the caller
+// parses it with nlohmann::json instead), so the result is always what symptomFromJson gives.
+class PayloadReader {
+ public:
+  explicit PayloadReader(std::string_view t) : t_(t) {}
+
+  std::optional<common::Symptom> read() {
+    common::Symptom s;
+    std::string sub_domain, role, severity, source_kind;
+    bool ok = lit("{") && str("boot_id", &s.boot_id, true) && str("category", &s.category) &&
+              u32("count", &s.count) && str("device", &s.device) && key("evidence") && lit("[");
+    if (!ok) return std::nullopt;
+    if (!lit("]")) {
+      do {
+        std::string e;
+        if (!string(&e)) return std::nullopt;
+        s.evidence.push_back(std::move(e));
+      } while (lit(","));
+      if (!lit("]")) return std::nullopt;
+    }
+    if (!boolean("fallback_root", &s.fallback_root) || !key("fields") || !lit("{")) return std::nullopt;
+    if (!lit("}")) {
+      do {
+        std::string k, v;
+        if (!string(&k) || !lit(":") || !string(&v)) return std::nullopt;
+        s.fields[std::move(k)] = std::move(v);
+      } while (lit(","));
+      if (!lit("}")) return std::nullopt;
+    }
+    ok = i64("first_ns", &s.first_ns) && i64("last_ns", &s.last_ns) && str("node", &s.node) && str("role", &role) &&
+         str("rule_id", &s.rule_id) && str("severity", &severity) && str("source", &s.source) &&
+         str("source_kind", &source_kind) && str("sub_domain", &sub_domain) && str("summary", &s.summary) &&
+         str("symptom", &s.symptom) && boolean("time_known", &s.time_known) && lit("}") && i_ == t_.size();
+    if (!ok) return std::nullopt;
+    s.sub_domain = common::parseSubDomain(sub_domain).value_or(common::SubDomain::kNone);
+    s.role = common::parseRole(role).value_or(common::Role::kRoot);
+    s.severity = common::parseSeverity(severity).value_or(common::Severity::kError);
+    s.source_kind = parseSourceKind(source_kind).value_or(common::SourceKind::kApplication);
+    return s;
+  }
+
+ private:
+  bool lit(std::string_view l) {
+    if (t_.substr(i_, l.size()) != l) return false;
+    i_ += l.size();
+    return true;
+  }
+  // ,"name": (the first key without the comma)
+  bool key(std::string_view name, bool first = false) {
+    if (!first && !lit(",")) return false;
+    return lit("\"") && lit(name) && lit("\":");
+  }
+  bool str(std::string_view name, std::string* out, bool first = false) { return key(name, first) && string(out); }
+  bool string(std::string* out) {
+    if (!lit("\"")) return false;
+    while (i_ < t_.size()) {
+      size_t run = i_;
+      while (run < t_.size() && t_[run] != '"' && t_[run] != '\\' && static_cast<unsigned char>(t_[run]) >= 0x20) ++run;
+      out->append(t_.data() + i_, run - i_);
+      i_ = run;
+      if (i_ >= t_.size()) return false;
+      char c = t_[i_++];
+      if (c == '"') return true;
+      if (c != '\\' || i_ >= t_.size()) return false;  // a raw control character: not ours
+      switch (t_[i_++]) {
+        case '"': out->push_back('"'); break;
+        case '\\': out->push_back('\\'); break;
+        case '/': out->push_back('/'); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u': {
+          // dump() writes \u00xx for control characters only; anything else goes the long way.
+          if (i_ + 4 > t_.size() || t_.substr(i_, 2) != "00") return false;
+          int v = 0;
+          for (char h : t_.substr(i_ + 2, 2)) {
+            int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            if (d < 0) return false;
+            v = v * 16 + d;
+          }
+          if (v >= 0x80) return false;
+          out->push_back(static_cast<char>(v));
+          i_ += 4;
+          break;
+        }
+        default: return false;
+      }
+    }
+    return false;
+  }
+  bool digits(uint64_t* v) {
+    size_t start = i_;
+    *v = 0;
+    while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') {
+      if (*v > (UINT64_MAX - 9) / 10) return false;
+      *v = *v * 10 + uint64_t(t_[i_++] - '0');
+    }
+    size_t n = i_ - start;
+    return n > 0 && !(n > 1 && t_[start] == '0');
+  }
+  bool u32(std::string_view name, uint32_t* out) {
+    uint64_t v = 0;
+    if (!key(name) || !digits(&v) || v > UINT32_MAX) return false;
+    *out = static_cast<uint32_t>(v);
+    return true;
+  }
+  bool i64(std::string_view name, int64_t* out) {
+    if (!key(name)) return false;
+    bool neg = lit("-");
+    uint64_t v = 0;
+    if (!digits(&v) || v > uint64_t(INT64_MAX)) return false;
+    *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+  }
+  bool boolean(std::string_view name, bool* out) {
+    if (!key(name)) return false;
+    if (lit("true")) *out = true;
+    else if (lit("false")) *out = false;
+    else return false;
+    return true;
+  }
+
+  std::string_view t_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+common::Symptom symptomFromPayload(std::string_view payload) {
+  if (auto s = PayloadReader(payload).read()) return std::move(*s);
+  return symptomFromJson(json::parse(payload, nullptr, false));
+}
+
 common::Symptom symptomFromJson(const json& j) {
   common::Symptom s;
   s.rule_id = j.value("rule_id", "");
@@ -758,7 +896,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
   int64_t hi = 0;
   while (s.step() == SQLITE_ROW) {
     hi = std::max(hi, s.i64(0));
-    out.push_back(symptomFromJson(json::parse(s.text(1), nullptr, false)));
+    out.push_back(symptomFromPayload(s.view(1)));
   }
   if (max_id) *max_id = hi;
   return out;

@@ -380,6 +380,9 @@ nlohmann::json symptomToJson(const common::Symptom& s);
 // The same text as symptomToJson(s).dump(), written directly (no json tree): the ingest
 // writer's payload column.
 std::string symptomJsonText(const common::Symptom& s);
+// symptomFromJson(json::parse(payload)), reading the text symptomJsonText writes directly (the
+// verdict's window read); any other text is parsed with nlohmann::json.
+common::Symptom symptomFromPayload(std::string_view payload);
 common::Symptom symptomFromJson(const nlohmann::json& j);
 std::optional<common::SourceKind> parseSourceKind(std::string_view s);
 

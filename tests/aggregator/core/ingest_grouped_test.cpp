@@ -185,3 +185,36 @@ TEST_CASE("ingest: a write failing inside a group fails the whole group, nothing
   CHECK(store->counts().batches == 2);
   CHECK(store->counts().symptoms == 2);
 }
+
+TEST_CASE("ingest: symptomFromPayload reads back what symptomFromJson reads, any payload text", "[store][ingest]") {
+  auto s = makeSymptom("gpu-01", "nccl.remote_error", kT0 + 7, common::SubDomain::kNetwork, common::Role::kCascade,
+                       "mlx5_0/1");
+  s.symptom = "nccl_remote";
+  s.category = "nccl";
+  s.source_kind = common::SourceKind::kKernel;
+  s.first_ns = -5;
+  s.count = 4'000'000'000u;
+  s.fallback_root = true;
+  s.time_known = true;
+  s.summary = "quote \" backslash \\ tab \t newline \n ctl \x01\x1f del \x7f é 中 \xF0\x9F\x98\x80";
+  s.evidence = {"a", "", "b \"c\""};
+  s.fields = {{"rank", "12"}, {"k\"ey", "v\\al"}, {"", ""}};
+  auto same = [](const common::Symptom& a, const common::Symptom& b) { return symptomToJson(a) == symptomToJson(b); };
+  std::string text = symptomJsonText(s);
+  CHECK(same(symptomFromPayload(text), s));
+  CHECK(same(symptomFromPayload(text), symptomFromJson(nlohmann::json::parse(text))));
+  s.evidence.clear();
+  s.fields.clear();
+  s.time_known = false;
+  CHECK(same(symptomFromPayload(symptomJsonText(s)), s));
+  // Texts this reader does not take (other key order, spaces, \u escapes above ASCII, unknown or
+  // missing keys, other types) go through nlohmann::json and still read the same.
+  nlohmann::json j = symptomToJson(s);
+  for (const std::string& other :
+       {j.dump(2), std::string(R"({"rule_id":"r","node":"n","count":3,"summary":"caf\u00e9 \ud83d\ude00"})"),
+        j.dump().substr(0, j.dump().size() - 1) + R"(,"zzz":1})", std::string(R"({"count":2.0,"evidence":[1,"x"]})")}) {
+    INFO(other);
+    CHECK(same(symptomFromPayload(other), symptomFromJson(nlohmann::json::parse(other))));
+  }
+  CHECK(symptomFromPayload(R"({"summary":"caf\u00e9"})").summary == "café");
+}
