@@ -211,7 +211,8 @@ std::optional<HeartbeatData> decodeHeartbeat(std::string_view payload, std::stri
     // As in decodeBatch (common/wire.cpp): a NUL inside a Text would read back cut once stored.
     auto text = [](capnp::Text::Reader t) {
       if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
-      return std::string(t.cStr(), t.size());
+      std::string_view v(t.cStr(), t.size());
+      return wire_detail::validUtf8(v) ? std::string(v) : wire_detail::repairUtf8(v);
     };
     hb.agent_id = text(root.getAgentId());
     hb.hostname = text(root.getHostname());

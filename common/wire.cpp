@@ -20,13 +20,54 @@ schema::Severity toWire(Severity s) { return static_cast<schema::Severity>(stati
 
 namespace wire_detail {
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i], 0 when there is none.
+size_t sequenceAt(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const size_t n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC2 ? 1 : 0;
+  if (n == 0 || c > 0xF4 || i + n >= s.size()) return 0;  // bytes i+1 .. i+n must exist
+  const auto c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
+    return 0;  // overlong, surrogate, past U+10FFFF
+  for (size_t k = 1; k <= n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n + 1;
+}
+
+}  // namespace
+
+bool validUtf8(std::string_view s) {
+  for (size_t i = 0, n; i < s.size(); i += n)
+    if ((n = sequenceAt(s, i)) == 0) return false;
+  return true;
+}
+
+std::string repairUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (size_t i = 0; i < s.size();) {
+    size_t n = sequenceAt(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string TextReader::operator()(capnp::Text::Reader t, const char* what) const {
   if (t.size() > limits.max_text) throw std::runtime_error(std::string("oversized ") + what);
   // A Cap'n Proto Text may hold a NUL before its terminator; as a std::string it would then
   // mean one thing here and another (cut at the NUL) once re-encoded or bound as a C string,
   // so no consumer of a decoded message ever sees one (found by tests/fuzz/fuzz_decode.cpp).
   if (std::memchr(t.begin(), '\0', t.size()) != nullptr) throw std::runtime_error("NUL in text");
-  return std::string(t.cStr(), t.size());
+  std::string_view v(t.cStr(), t.size());
+  return validUtf8(v) ? std::string(v) : repairUtf8(v);
 }
 
 std::string packToString(capnp::MessageBuilder& message) {

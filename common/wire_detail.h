@@ -15,8 +15,15 @@
 
 namespace faultline::common::wire_detail {
 
-// Reads a Text field within the limits: throws std::runtime_error("oversized <what>") or
-// ("NUL in text"); the decoders turn that into their reason.
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool validUtf8(std::string_view s);
+// `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD.
+std::string repairUtf8(std::string_view s);
+
+// Reads a Text field within the limits: throws std::runtime_error("oversized <what>") or ("NUL in
+// text"); the decoders turn that into their reason. Bytes that are not UTF-8 (a file name in
+// another encoding, a hostile sender) become U+FFFD: the store and the API write JSON, which
+// cannot hold them, and refusing the message would lose the rest of it.
 struct TextReader {
   const DecodeLimits& limits;
   std::string operator()(capnp::Text::Reader t, const char* what) const;

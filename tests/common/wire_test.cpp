@@ -11,8 +11,10 @@
 #include <random>
 
 #include "common/schema/faultline.capnp.h"
+#include "common/protocol.h"
 #include "common/symptom_aggregator.h"
 #include "common/wire.h"
+#include "common/wire_detail.h"
 
 using namespace faultline::common;
 namespace schema = faultline::schema;
@@ -140,6 +142,37 @@ TEST_CASE("a NUL byte inside any text field is refused as NUL in text", "[wire]"
   // Text that merely ends where its terminator is stays fine.
   std::string reason;
   CHECK(decodeBatch(good_bytes.data(), good_bytes.size(), &reason));
+}
+
+TEST_CASE("bytes that are not UTF-8 arrive as U+FFFD: nothing crashes on them, nothing else is lost", "[wire]") {
+  using wire_detail::repairUtf8;
+  using wire_detail::validUtf8;
+  CHECK(validUtf8("plain ascii"));
+  CHECK(validUtf8("Xid 79 \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x94\xA5"));  // é, €, an emoji
+  for (const char* bad : {"\xFF", "py\xFF\xFEthon", "\xC3", "\xE2\x82", "\xC0\xAF" /* overlong */,
+                          "\xED\xA0\x80" /* surrogate */, "\xF4\x90\x80\x80" /* > U+10FFFF */, "\x80"}) {
+    INFO(bad);
+    CHECK_FALSE(validUtf8(bad));
+    CHECK(validUtf8(repairUtf8(bad)));
+  }
+  CHECK(repairUtf8("py\xFF\xFEthon \xC3\xA9") == "py\xEF\xBF\xBD\xEF\xBF\xBDthon \xC3\xA9");
+  // An agent's batch (the encoder writes whatever bytes it is given) and a heartbeat.
+  SymptomBatchData b;
+  b.header = {"agent-1", "gpu-a01", "b1", 1, "0.1.0", "0.1.0+abc", 7};
+  b.symptoms = {sample(0)};
+  b.symptoms[0].evidence = {"NVRM: Xid (PCI:0000:3b:00): 79, name=py\xFFthon"};
+  const std::string bytes = encodeBatch(b);
+  std::string reason;
+  auto decoded = decodeBatch(bytes.data(), bytes.size(), &reason);
+  REQUIRE(decoded);
+  CHECK(decoded->symptoms[0].evidence[0] == "NVRM: Xid (PCI:0000:3b:00): 79, name=py\xEF\xBF\xBDthon");
+  CHECK(decoded->symptoms[0].rule_id == b.symptoms[0].rule_id);
+  HeartbeatData hb;
+  hb.agent_id = "agent-1";
+  hb.hostname = "gpu-\xC3";
+  auto beat = decodeHeartbeat(encodeHeartbeat(hb), &reason);
+  REQUIRE(beat);
+  CHECK(beat->hostname == "gpu-\xEF\xBF\xBD");
 }
 
 TEST_CASE("identical symptoms collapse within the window", "[aggregator]") {
