@@ -52,20 +52,26 @@ Role judgeByNvswitch(Item& it) {
 const Relation* persisting(const Item& it, const std::vector<Symptom>& all, const JobInfo& job,
                            const std::vector<Relation>& relations) {
   if (!it.s.time_known || job.start_ns == 0 || it.s.first_ns > job.start_ns) return nullptr;
+  // Only symptoms a persists relation names scan the node's other symptoms (a week of old dmesg
+  // must not cost a pass over everything per line).
+  auto named = std::find_if(relations.begin(), relations.end(), [&](const Relation& r) {
+    return r.effect == RelationEffect::kPersists && matches(r.symptom, it.s, {it.eff, it.nvswitch});
+  });
+  if (named == relations.end()) return nullptr;
   bool shows = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
     return u.node == it.s.node && (u.role == Role::kRoot || u.role == Role::kCascade) &&
            (!u.time_known || u.first_ns >= job.start_ns);
   });
   if (!shows) return nullptr;
-  for (const auto& r : relations) {
-    if (r.effect != RelationEffect::kPersists || !matches(r.symptom, it.s, {it.eff, it.nvswitch})) continue;
+  for (auto r = named; r != relations.end(); ++r) {
+    if (r->effect != RelationEffect::kPersists || !matches(r->symptom, it.s, {it.eff, it.nvswitch})) continue;
     bool ended = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
       if (u.node != it.s.node || !u.time_known || u.first_ns <= it.s.first_ns || u.first_ns > job.start_ns)
         return false;
       bool new_boot = !u.boot_id.empty() && !it.s.boot_id.empty() && u.boot_id != it.s.boot_id;
-      return new_boot || matches(*r.until, u, {u.role, it.nvswitch});
+      return new_boot || matches(*r->until, u, {u.role, it.nvswitch});
     });
-    if (!ended) return &r;
+    if (!ended) return &*r;
   }
   return nullptr;
 }
