@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config git python3 tzdata
+  build-essential cmake ninja-build pkg-config git python3 tzdata
   libboost-dev libboost-system-dev libboost-program-options-dev
   capnproto libcapnp-dev
   libsystemd-dev systemd-journal-remote
