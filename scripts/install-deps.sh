@@ -12,7 +12,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libfmt-dev catch2 libre2-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libzstd-dev zstd
-  ripgrep
+  ripgrep libvectorscan-dev
   clang libclang-rt-14-dev
   ansible-core ansible-lint
   chromium fonts-dejavu-core
