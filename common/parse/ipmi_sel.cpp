@@ -62,7 +62,7 @@ bool parseDate(std::string_view s, int* year, int* month, int* day, bool* freeip
   } else {
     return false;
   }
-  return *year >= 1970 && *month >= 1 && *month <= 12 && *day >= 1 && *day <= 31;
+  return stampYear(*year) && *month >= 1 && *month <= 12 && *day >= 1 && *day <= 31;
 }
 
 // "10:12:03" (%H:%M:%S), "10:12:03 UTC" (%X %Z, C locale), "10:12:03 AM CEST" (%X %Z, en_US).

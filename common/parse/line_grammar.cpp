@@ -134,7 +134,7 @@ bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length) {
   const int day = s[9] == ' ' ? readFixedDigits(s, 10, 1) : readFixedDigits(s, 9, 2);
   const int tod = readClock(s, 12);
   const int year = readFixedDigits(s, 21, 4);
-  if (month == 0 || day < 1 || day > 31 || tod < 0 || year < 0) return false;
+  if (month == 0 || day < 1 || day > 31 || tod < 0 || !stampYear(year)) return false;
   *wall_ns = civilToNs(year, month, day, 0, 0, 0, 0) + int64_t{tod} * kNsPerSec;
   *length = 26;
   return true;
@@ -178,7 +178,7 @@ bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* lengt
     const int day = s[5] == ' ' ? readFixedDigits(s, 6, 1) : readFixedDigits(s, 5, 2);
     const int year = readFixedDigits(s, 8, 4);
     const int tod = readClock(s, 13);
-    if (month != 0 && day >= 1 && day <= 31 && tod >= 0 && year >= 0) {
+    if (month != 0 && day >= 1 && day <= 31 && tod >= 0 && stampYear(year)) {
       *wall_ns = civilToNs(year, month, day, 0, 0, 0, 0) + int64_t{tod} * kNsPerSec;
       *length = 22;
       return true;
@@ -194,7 +194,7 @@ bool parseFabricManagerStamp(std::string_view s, int64_t* wall_ns, size_t* lengt
   const int day = s[9] == ' ' ? readFixedDigits(s, 10, 1) : readFixedDigits(s, 9, 2);
   const int year = readFixedDigits(s, 12, 4);
   const int tod = readClock(s, 17);
-  if (month == 0 || day < 1 || day > 31 || tod < 0 || year < 0) return false;
+  if (month == 0 || day < 1 || day > 31 || tod < 0 || !stampYear(year)) return false;
   *wall_ns = civilToNs(year, month, day, 0, 0, 0, 0) + int64_t{tod} * kNsPerSec;
   *length = 26;
   return true;

@@ -59,7 +59,7 @@ bool parseIsoTime(std::string_view s, bool allow_space, IsoTime* out) {
   const int hour = readFixedDigits(s, 11, 2);
   const int minute = readFixedDigits(s, 14, 2);
   const int second = readFixedDigits(s, 17, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+  if (!stampYear(year) || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
       minute < 0 || minute > 59 || second < 0 || second > 60) {
     return false;
   }

@@ -12,7 +12,14 @@ inline constexpr int64_t kNsPerSec = 1'000'000'000;
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
 int64_t daysFromCivil(int year, int month, int day);
 
-// UTC ns of a broken-down time; no range checks beyond what the parsers already did.
+// Years a stamp read from a line may name: 1970 (the epoch: the wire refuses earlier times) to
+// 2261 (int64 nanoseconds end in April 2262). A "stamp" outside is not one: civilToNs would
+// overflow (found by tests/fuzz).
+inline constexpr int kMinStampYear = 1970;
+inline constexpr int kMaxStampYear = 2261;
+inline bool stampYear(int year) { return year >= kMinStampYear && year <= kMaxStampYear; }
+
+// UTC ns of a broken-down time; no range checks beyond what the parsers already did (stampYear).
 int64_t civilToNs(int year, int month, int day, int hour, int minute, int second, int64_t frac_ns);
 
 // 1..12 for "Jan".."Dec" (exact case), else 0.
