@@ -2,8 +2,18 @@
 # -O2 without debug info (asserts stay on) keeps a clean build on a 2-core CI machine short.
 BUILD ?= build
 JOBS ?= 2
+# `make fuzz`: every libFuzzer target (tests/fuzz) for FUZZ_SECONDS, JOBS at a time, each into a
+# corpus kept in $(BUILD)/tests/fuzz/work/corpus/<target>; a summary line per target.
+FUZZ_SECONDS ?= 600
+# `make test-asan`: the whole suite under ASan+UBSan ($(ASAN_BUILD)), then the aggregator's tests
+# (its threads: ingest loop, HTTP server, verdict ticks, relay) under TSan ($(TSAN_BUILD)). clang
+# builds both (either compiler works; clang's UBSan checks more), -O1 keeps the stacks readable.
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+SANITIZER_CMAKE = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+	"-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFAULTLINE_FUZZ=OFF
 
-.PHONY: all deps configure build demo test bench clean package
+.PHONY: all deps configure build demo test bench clean package fuzz test-asan
 
 all: build
 
@@ -23,6 +33,20 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+fuzz: build
+	cd $(BUILD) && FAULTLINE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest -L fuzz -j$(JOBS) --output-on-failure \
+		--timeout $$(( $(FUZZ_SECONDS) + 600 )) -V | grep -E '^[0-9]+: fuzz_|tests passed|Failed|\*\*\*'
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZER_CMAKE) -DFAULTLINE_SANITIZE=address,undefined
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j$(JOBS) -LE no-sanitizer
+	cmake -S . -B $(TSAN_BUILD) $(SANITIZER_CMAKE) -DFAULTLINE_SANITIZE=thread
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target aggregator_test
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ctest --output-on-failure -j$(JOBS) -R '^aggregator_test:' -LE no-sanitizer
 
 package: build
 	cd $(BUILD) && cpack -G DEB
