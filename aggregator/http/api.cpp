@@ -249,9 +249,10 @@ HttpResponse Api::jobPage(const std::multimap<std::string, std::string>& query, 
   f.rule = param(query, "rule");
   f.text = param(query, "q");
   f.limit = limit;
-  if (!param(query, "offset").empty()) {
+  // `end` points into `offset`: it must outlive the check (a temporary did not: tests/fuzz).
+  if (const std::string offset = param(query, "offset"); !offset.empty()) {
     char* end = nullptr;
-    f.offset = std::strtoull(param(query, "offset").c_str(), &end, 10);
+    f.offset = std::strtoull(offset.c_str(), &end, 10);
     if (*end) return error(400, "bad 'offset'");
   }
   int64_t total = 0;
