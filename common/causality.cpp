@@ -278,30 +278,40 @@ std::string_view relationEffectName(RelationEffect e) {
   return "consequence";
 }
 
-bool matches(const SymptomMatcher& m, const Symptom& s, const RelationContext& ctx) {
+bool matchesKind(const SymptomMatcher& m, const Symptom& s) {
   if (!listAccepts(m.rules, s.rule_id) || !listAccepts(m.categories, s.category)) return false;
   if (!m.not_rules.empty() && listAccepts(m.not_rules, s.rule_id)) return false;
-  if (!contains(m.sub_domains, s.sub_domain) || !contains(m.roles, ctx.role) || !contains(m.sources, s.source_kind))
-    return false;
+  if (!contains(m.sub_domains, s.sub_domain) || !contains(m.sources, s.source_kind)) return false;
   if (!m.not_sub_domains.empty() &&
       std::find(m.not_sub_domains.begin(), m.not_sub_domains.end(), s.sub_domain) != m.not_sub_domains.end())
     return false;
   if (m.min_severity && s.severity < *m.min_severity) return false;
-  if (m.fallback_only && !s.fallback_root) return false;
+  return !m.fallback_only || s.fallback_root;
+}
+
+bool matchesState(const SymptomMatcher& m, const Symptom& s, const RelationContext& ctx) {
+  if (!contains(m.roles, ctx.role)) return false;
   for (const auto& [k, want] : m.fields) {
     const std::string& v = s.field(k);
     if (want == "present" ? v.empty() : want == "absent" ? !v.empty() : v != want) return false;
   }
   for (const auto& [k, want] : m.node_facts) {
-    std::string have = !ctx.nvswitch ? "unknown" : *ctx.nvswitch ? "true" : "false";
+    std::string_view have = !ctx.nvswitch ? "unknown" : *ctx.nvswitch ? "true" : "false";
     if (have != want) return false;
   }
   return true;
 }
 
+bool matches(const SymptomMatcher& m, const Symptom& s, const RelationContext& ctx) {
+  return matchesKind(m, s) && matchesState(m, s, ctx);
+}
+
 bool causeFits(const Relation& r, const Symptom& s, const Symptom& cause, const RelationContext& cause_ctx,
                bool cause_first) {
-  if (&s == &cause || !r.cause || !matches(*r.cause, cause, cause_ctx)) return false;
+  return &s != &cause && r.cause && matches(*r.cause, cause, cause_ctx) && causePlaced(r, s, cause, cause_first);
+}
+
+bool causePlaced(const Relation& r, const Symptom& s, const Symptom& cause, bool cause_first) {
   switch (r.scope) {
     case RelationScope::kSameDevice:
       if (s.node != cause.node || s.device.empty() || s.device != cause.device) return false;

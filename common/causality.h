@@ -102,6 +102,11 @@ struct RelationContext {
 };
 
 bool matches(const SymptomMatcher& m, const Symptom& s, const RelationContext& ctx);
+// matches() in two parts: what the symptom's kind decides (rule, category, sub_domain, source,
+// severity, fallback flag: alike for every symptom of one kind, so a caller may decide it once
+// per kind) and what its state decides (its role now, its fields, its node's facts).
+bool matchesKind(const SymptomMatcher& m, const Symptom& s);
+bool matchesState(const SymptomMatcher& m, const Symptom& s, const RelationContext& ctx);
 
 // Whether `cause` (effective role in cause_ctx) stands to `s` as the relation's cause: matcher,
 // scope, time window (untimed symptoms are inside any window) and same_fields. `cause_first`
@@ -109,6 +114,8 @@ bool matches(const SymptomMatcher& m, const Symptom& s, const RelationContext& c
 // relations that only look forward, before_ns == 0).
 bool causeFits(const Relation& r, const Symptom& s, const Symptom& cause, const RelationContext& cause_ctx,
                bool cause_first);
+// causeFits() without the cause matcher: scope, cause domain, time window, same_fields.
+bool causePlaced(const Relation& r, const Symptom& s, const Symptom& cause, bool cause_first);
 
 // Parses the relations of one file (a mapping with `relations:`), appending problems as
 // "file:line: why". Ids must be unique across files: the caller checks.

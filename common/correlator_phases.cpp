@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace faultline::common::phases {
 
@@ -12,14 +16,32 @@ namespace {
 
 std::string tag(std::string_view kind, std::string_view id) { return fmt::format("[{}: {}]", kind, id); }
 
-// The job's name for a node a log names ("gpu-a01.cluster" is gpu-a01); "" when not the job's.
-std::string jobNodeOf(const std::string& node, const JobInfo& job, const std::set<std::string>& job_nodes) {
-  if (job_nodes.empty() || job_nodes.count(node)) return node;
-  const std::string short_name = node.substr(0, node.find('.'));
-  for (const auto& n : job.nodes)
-    if (n == short_name || n.substr(0, n.find('.')) == short_name) return n;
-  return "";
-}
+// The job's names for the nodes logs name ("gpu-a01.cluster" is gpu-a01), each resolved once:
+// a cascade names the same few thousand hosts hundreds of thousands of times.
+class JobNodes {
+ public:
+  explicit JobNodes(const JobInfo& job) {
+    for (const auto& n : job.nodes) {
+      exact_.insert(n);
+      by_short_.emplace(n.substr(0, n.find('.')), n);  // the first node of that short name
+    }
+  }
+  // "" when not the job's.
+  const std::string& of(const std::string& node) {
+    if (exact_.empty() || exact_.count(node)) return node;
+    auto [it, inserted] = resolved_.try_emplace(node);
+    if (inserted) {
+      auto s = by_short_.find(node.substr(0, node.find('.')));
+      if (s != by_short_.end()) it->second = s->second;
+    }
+    return it->second;
+  }
+
+ private:
+  std::unordered_set<std::string_view> exact_;
+  std::unordered_map<std::string, std::string> by_short_;
+  std::unordered_map<std::string, std::string> resolved_;
+};
 
 bool inWindow(const Symptom& s, const JobInfo& job, const CorrelatorOptions& o, Role role) {
   if (!s.time_known) return true;
@@ -48,32 +70,35 @@ Role judgeByNvswitch(Item& it) {
 // The persists relation that keeps an early symptom in scope: the fault lasts until a reboot
 // (an `until` symptom or a new boot id on the node) and none came before the job start; and the
 // job shows it: the node has fault evidence of its own during the job (a node whose GPU was lost
-// long ago but that ran the job without complaint did not fail it).
-const Relation* persisting(const Item& it, const std::vector<Symptom>& all, const JobInfo& job,
-                           const std::vector<Relation>& relations) {
-  if (!it.s.time_known || job.start_ns == 0 || it.s.first_ns > job.start_ns) return nullptr;
-  // Only symptoms a persists relation names scan the node's other symptoms (a week of old dmesg
-  // must not cost a pass over everything per line).
-  auto named = std::find_if(relations.begin(), relations.end(), [&](const Relation& r) {
-    return r.effect == RelationEffect::kPersists && matches(r.symptom, it.s, {it.eff, it.nvswitch});
-  });
-  if (named == relations.end()) return nullptr;
-  bool shows = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
-    return u.node == it.s.node && (u.role == Role::kRoot || u.role == Role::kCascade) &&
-           (!u.time_known || u.first_ns >= job.start_ns);
+// long ago but that ran the job without complaint did not fail it). `node` lists the indices in
+// `all` of the symptoms on s's node.
+const Relation* persisting(const Symptom& s, const RelationContext& ctx, const std::vector<Symptom>& all,
+                           const std::vector<size_t>& node, const JobInfo& job, const std::vector<Relation>& relations) {
+  if (!s.time_known || job.start_ns == 0 || s.first_ns > job.start_ns) return nullptr;
+  bool shows = std::any_of(node.begin(), node.end(), [&](size_t k) {
+    const Symptom& u = all[k];
+    return (u.role == Role::kRoot || u.role == Role::kCascade) && (!u.time_known || u.first_ns >= job.start_ns);
   });
   if (!shows) return nullptr;
-  for (auto r = named; r != relations.end(); ++r) {
-    if (r->effect != RelationEffect::kPersists || !matches(r->symptom, it.s, {it.eff, it.nvswitch})) continue;
-    bool ended = std::any_of(all.begin(), all.end(), [&](const Symptom& u) {
-      if (u.node != it.s.node || !u.time_known || u.first_ns <= it.s.first_ns || u.first_ns > job.start_ns)
-        return false;
-      bool new_boot = !u.boot_id.empty() && !it.s.boot_id.empty() && u.boot_id != it.s.boot_id;
-      return new_boot || matches(*r->until, u, {u.role, it.nvswitch});
+  for (const auto& r : relations) {
+    if (r.effect != RelationEffect::kPersists || !matches(r.symptom, s, ctx)) continue;
+    bool ended = std::any_of(node.begin(), node.end(), [&](size_t k) {
+      const Symptom& u = all[k];
+      if (!u.time_known || u.first_ns <= s.first_ns || u.first_ns > job.start_ns) return false;
+      bool new_boot = !u.boot_id.empty() && !s.boot_id.empty() && u.boot_id != s.boot_id;
+      return new_boot || matches(*r.until, u, {u.role, ctx.nvswitch});
     });
-    if (!ended) return &*r;
+    if (!ended) return &r;
   }
   return nullptr;
+}
+
+// Whether a persists relation names the symptom: only those scan the node's other symptoms (a
+// week of old dmesg must not cost a pass over everything per line).
+bool namedByPersists(const Symptom& s, const RelationContext& ctx, const std::vector<Relation>& relations) {
+  return std::any_of(relations.begin(), relations.end(), [&](const Relation& r) {
+    return r.effect == RelationEffect::kPersists && matches(r.symptom, s, ctx);
+  });
 }
 
 // Nodes of the job whose GPU inventory holds fewer GPUs than most of its peers: a GPU lost before
@@ -117,147 +142,285 @@ std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
 
 }  // namespace
 
-bool earlier(const Item& a, const Item& b) {
-  if (a.s.time_known != b.s.time_known) return a.s.time_known;
-  if (a.s.time_known && a.s.first_ns != b.s.first_ns) return a.s.first_ns < b.s.first_ns;
-  if (a.s.severity != b.s.severity) return a.s.severity > b.s.severity;
-  if (a.s.node != b.s.node) return a.s.node < b.s.node;
-  return a.s.rule_id < b.s.rule_id;
+namespace {
+
+bool earlierSymptom(const Symptom& a, const Symptom& b) {
+  if (a.time_known != b.time_known) return a.time_known;
+  if (a.time_known && a.first_ns != b.first_ns) return a.first_ns < b.first_ns;
+  if (a.severity != b.severity) return a.severity > b.severity;
+  if (a.node != b.node) return a.node < b.node;
+  return a.rule_id < b.rule_id;
 }
+
+// What scope decided for one of the job's symptoms before it becomes an Item.
+struct Kept {
+  size_t index;                  // into the job's symptoms
+  Role eff;
+  std::optional<bool> nvswitch;
+  bool background = false;
+  std::string because;
+  std::optional<Symptom> judged;  // a node-fact symptom, as judged (fields["node_fact"] ...)
+};
+
+}  // namespace
+
+bool earlier(const Item& a, const Item& b) { return earlierSymptom(a.s, b.s); }
 
 std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const std::vector<Relation>& relations,
                         const CorrelatorOptions& o) {
-  const std::set<std::string> job_nodes(job.nodes.begin(), job.nodes.end());
+  static const std::string kRequiresNodeFact = "requires_node_fact";
+  JobNodes job_nodes(job);
   // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
-  std::set<std::string> nvswitch_seen;
+  std::unordered_set<std::string> nvswitch_seen;
   std::vector<Symptom> own;  // the job's nodes' (and node-less) symptoms
   own.reserve(symptoms.size());
   for (auto& s : symptoms) {
     if (!s.node.empty()) {
-      s.node = jobNodeOf(s.node, job, job_nodes);
-      if (s.node.empty()) continue;
+      const std::string& n = job_nodes.of(s.node);
+      if (n.empty()) continue;
+      if (&n != &s.node) s.node = n;
     } else if (job.nodes.size() == 1) {
       s.node = job.nodes.front();  // a one-node job owns node-less lines
     }
     if (s.category == "nvswitch" || s.rule_id.rfind("sxid.", 0) == 0) nvswitch_seen.insert(s.node);
     own.push_back(std::move(s));
   }
-  std::vector<Item> items;
-  for (const auto& s : own) {
-    Item it;
-    it.s = s;
-    it.eff = s.role;
-    if (nvswitch_seen.count(s.node)) it.nvswitch = true;
-    else if (auto f = o.node_facts.find(s.node); f != o.node_facts.end()) it.nvswitch = f->second.nvswitch;
-    if (s.field("requires_node_fact") == "nvswitch") it.eff = judgeByNvswitch(it);
-    if (!inWindow(it.s, job, o, it.eff)) {
-      const Relation* r = job.start_ns != 0 && it.s.last_ns < job.start_ns ? persisting(it, own, job, relations) : nullptr;
-      if (!r) continue;
-      it.because = fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
-      it.background = true;
+  // Each node's NVSwitch fact (RelationContext), looked up once per node.
+  std::unordered_map<std::string, std::optional<bool>> nvswitch_of;
+  auto nvswitchOf = [&](const std::string& node) {
+    auto [it, inserted] = nvswitch_of.try_emplace(node);
+    if (inserted) {
+      if (nvswitch_seen.count(node)) it->second = true;
+      else if (auto f = o.node_facts.find(node); f != o.node_facts.end()) it->second = f->second.nvswitch;
     }
-    items.push_back(std::move(it));
+    return it->second;
+  };
+  // Each node's symptoms (indices into own), built when a symptom from before the window needs
+  // them.
+  std::unordered_map<std::string, std::vector<size_t>> by_node;
+  auto nodeList = [&](const std::string& node) -> const std::vector<size_t>& {
+    if (by_node.empty())
+      for (size_t k = 0; k < own.size(); ++k) by_node[own[k].node].push_back(k);
+    return by_node[node];
+  };
+  // First decide (own stays as it came: early symptoms look at their node's others), then move.
+  std::vector<Kept> kept;
+  kept.reserve(own.size());
+  for (size_t i = 0; i < own.size(); ++i) {
+    Kept k{i, own[i].role, nvswitchOf(own[i].node), false, {}, {}};
+    const Symptom* s = &own[i];
+    if (s->field(kRequiresNodeFact) == "nvswitch") {
+      Item it;
+      it.s = *s;
+      it.eff = k.eff;
+      it.nvswitch = k.nvswitch;
+      k.eff = judgeByNvswitch(it);
+      k.because = std::move(it.because);
+      k.judged = std::move(it.s);
+      s = &*k.judged;
+    }
+    if (!inWindow(*s, job, o, k.eff)) {
+      const RelationContext ctx{k.eff, k.nvswitch};
+      const Relation* r = job.start_ns != 0 && s->last_ns < job.start_ns && namedByPersists(*s, ctx, relations)
+                              ? persisting(*s, ctx, own, nodeList(s->node), job, relations)
+                              : nullptr;
+      if (!r) continue;
+      k.because = fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
+      k.background = true;
+    }
+    kept.push_back(std::move(k));
   }
-  for (auto& it : missingGpus(job, o)) items.push_back(std::move(it));
-  // Sort indices, then move each item once: an Item is large (a Symptom with its fields).
-  std::vector<size_t> order(items.size());
+  auto symptomOf = [&](size_t i) -> const Symptom& { return kept[i].judged ? *kept[i].judged : own[kept[i].index]; };
+  std::vector<size_t> order(kept.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return earlier(items[a], items[b]); });
-  std::vector<Item> sorted;
-  sorted.reserve(items.size());
-  for (size_t i : order) sorted.push_back(std::move(items[i]));
-  return sorted;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return earlierSymptom(symptomOf(a), symptomOf(b)); });
+  std::vector<Item> items;
+  items.reserve(kept.size());
+  for (size_t i : order) {
+    Kept& k = kept[i];
+    Item& it = items.emplace_back();
+    it.s = k.judged ? std::move(*k.judged) : std::move(own[k.index]);
+    it.eff = k.eff;
+    it.nvswitch = k.nvswitch;
+    it.background = k.background;
+    it.because = std::move(k.because);
+  }
+  // Synthetic roots come after the symptoms they tie with (as in one stable sort of both).
+  auto missing = missingGpus(job, o);
+  if (!missing.empty()) {
+    for (auto& it : missing) items.push_back(std::move(it));
+    std::stable_sort(items.begin(), items.end(), earlier);
+  }
+  return items;
 }
 
 namespace {
 
-// Per relation with a cause side: the items that may be its cause (by their role before the pass;
-// re-checked with the current role when used).
-struct CauseIndex {
-  std::vector<size_t> all;
-  std::map<std::string, std::vector<size_t>> by_node;
-};
+// The relations pass over one job's items. Matching is split (causality.h): the kind part of
+// every matcher is decided once per kind of symptom (a cascade has a few dozen kinds over
+// hundreds of thousands of symptoms), the state part (role now, fields, node facts) per item.
+class RelationPass {
+ public:
+  RelationPass(std::vector<Item>& items, const std::vector<Relation>& relations)
+      : items_(items), relations_(relations), causes_(relations.size()) {
+    kindsAndNodes();
+    for (const auto& r : relations) tags_.push_back(tag("causality", r.id));
+    indexCauses();
+  }
 
-std::vector<CauseIndex> indexCauses(const std::vector<Item>& items, const std::vector<Relation>& relations) {
-  std::vector<CauseIndex> out(relations.size());
-  for (size_t r = 0; r < relations.size(); ++r) {
-    if (!relations[r].cause) continue;
-    for (size_t j = 0; j < items.size(); ++j)
-      if (matches(*relations[r].cause, items[j].s, {items[j].eff, items[j].nvswitch})) {
-        out[r].all.push_back(j);
-        out[r].by_node[items[j].s.node].push_back(j);
+  void run() {
+    for (size_t i = 0; i < items_.size(); ++i) {
+      bool role_decided = false;
+      for (size_t r : kinds_[kind_of_[i]].relations)
+        if (matchesState(relations_[r].symptom, items_[i].s, {items_[i].eff, items_[i].nvswitch}))
+          applyOne(i, r, role_decided);
+    }
+  }
+
+ private:
+  struct Kind {
+    std::vector<size_t> relations;  // whose symptom matcher the kind passes, in order
+    std::vector<bool> cause;        // per relation: whether the kind passes its cause matcher
+  };
+  // Per relation with a cause side: the items that may be its cause (by their role before the
+  // pass; re-checked with the current role when used), all and per node.
+  struct CauseIndex {
+    std::vector<size_t> all;
+    std::unordered_map<uint32_t, std::vector<size_t>> by_node;
+  };
+  using KindKey = std::tuple<std::string_view, std::string_view, SubDomain, SourceKind, Severity, bool>;
+  struct KindHash {
+    size_t operator()(const KindKey& k) const {
+      const auto& [rule, category, domain, source, severity, fallback] = k;
+      size_t h = std::hash<std::string_view>()(rule) * 31 + std::hash<std::string_view>()(category);
+      return ((h * 31 + size_t(domain)) * 31 + size_t(source)) * 31 + size_t(severity) * 2 + fallback;
+    }
+  };
+
+  void kindsAndNodes() {
+    std::unordered_map<KindKey, uint32_t, KindHash> kind_ids;
+    std::unordered_map<std::string_view, uint32_t> node_ids;
+    kind_of_.reserve(items_.size());
+    node_of_.reserve(items_.size());
+    for (const auto& it : items_) {
+      const Symptom& s = it.s;
+      auto [k, new_kind] = kind_ids.try_emplace({s.rule_id, s.category, s.sub_domain, s.source_kind, s.severity, s.fallback_root},
+                                                static_cast<uint32_t>(kinds_.size()));
+      if (new_kind) {
+        Kind kind;
+        kind.cause.resize(relations_.size());
+        for (size_t r = 0; r < relations_.size(); ++r) {
+          if (matchesKind(relations_[r].symptom, s)) kind.relations.push_back(r);
+          kind.cause[r] = relations_[r].cause && matchesKind(*relations_[r].cause, s);
+        }
+        kinds_.push_back(std::move(kind));
       }
-  }
-  return out;
-}
-
-std::optional<size_t> findCause(const std::vector<Item>& items, size_t i, const Relation& r, const CauseIndex& idx) {
-  const bool local = r.scope == RelationScope::kSameNode || r.scope == RelationScope::kSameDevice;
-  const std::vector<size_t>* list = &idx.all;
-  static const std::vector<size_t> kNone;
-  if (local) {
-    auto it = idx.by_node.find(items[i].s.node);
-    list = it == idx.by_node.end() ? &kNone : &it->second;
-  }
-  for (size_t j : *list)
-    if (j != i && causeFits(r, items[i].s, items[j].s, {items[j].eff, items[j].nvswitch}, j < i)) return j;
-  return std::nullopt;
-}
-
-// Applies one relation to one item; returns whether it changed or marked it.
-bool applyOne(std::vector<Item>& items, size_t i, const Relation& r, const CauseIndex& idx, bool& role_decided) {
-  Item& it = items[i];
-  switch (r.effect) {
-    case RelationEffect::kConsequence:
-    case RelationEffect::kContext: {
-      if (role_decided) return false;
-      std::optional<size_t> j;
-      if (r.cause && !(j = findCause(items, i, r, idx))) return false;
-      if (r.effect == RelationEffect::kContext) it.eff = Role::kContext;
-      else if (it.eff == Role::kRoot) it.eff = Role::kCascade;
-      it.because = j ? fmt::format("{} of {} on {} {}", relationEffectName(r.effect), items[*j].s.rule_id,
-                                   items[*j].s.node.empty() ? "an unknown node" : items[*j].s.node, tag("causality", r.id))
-                     : fmt::format("{} {}", relationEffectName(r.effect), tag("causality", r.id));
-      role_decided = true;
-      return true;
+      kind_of_.push_back(k->second);
+      node_of_.push_back(node_ids.try_emplace(s.node, static_cast<uint32_t>(node_ids.size())).first->second);
     }
-    case RelationEffect::kWrapper: {
-      if (it.wrapper) return false;
-      it.wrapper = true;
-      it.plausible = r.plausible;
-      it.wrapper_relation = r.id;
-      if (it.eff == Role::kRoot) it.eff = Role::kCascade;
-      if (auto j = findCause(items, i, r, idx))
-        it.because = fmt::format("generic wrapper; the detail is {} on {} {}", items[*j].s.rule_id, items[*j].s.node,
-                                 tag("causality", r.id));
-      else if (it.because.empty())
-        it.because = fmt::format("generic wrapper, names no cause {}", tag("causality", r.id));
-      return true;
-    }
-    case RelationEffect::kPeer:
-      if (!it.peer_field.empty() || it.s.field(r.peer_field).empty()) return false;
-      it.peer_field = r.peer_field;
-      it.peer_relation = r.id;
-      return true;
-    case RelationEffect::kJobWide:
-      if (!it.job_wide_relation.empty()) return false;
-      it.job_wide_relation = r.id;
-      return true;
-    case RelationEffect::kPersists: return false;  // decided in scope
   }
-  return false;
-}
+
+  void indexCauses() {
+    for (size_t r = 0; r < relations_.size(); ++r) {
+      if (!relations_[r].cause) continue;
+      for (size_t j = 0; j < items_.size(); ++j)
+        if (kinds_[kind_of_[j]].cause[r] && matchesState(*relations_[r].cause, items_[j].s, {items_[j].eff, items_[j].nvswitch})) {
+          causes_[r].all.push_back(j);
+          causes_[r].by_node[node_of_[j]].push_back(j);
+        }
+    }
+  }
+
+  std::optional<size_t> findCause(size_t i, size_t r) const {
+    const Relation& rel = relations_[r];
+    const CauseIndex& idx = causes_[r];
+    const bool local = rel.scope == RelationScope::kSameNode || rel.scope == RelationScope::kSameDevice;
+    const std::vector<size_t>* list = &idx.all;
+    static const std::vector<size_t> kNone;
+    if (local) {
+      auto it = idx.by_node.find(node_of_[i]);
+      list = it == idx.by_node.end() ? &kNone : &it->second;
+    }
+    for (size_t j : *list)
+      if (j != i && matchesState(*rel.cause, items_[j].s, {items_[j].eff, items_[j].nvswitch}) &&
+          causePlaced(rel, items_[i].s, items_[j].s, j < i))
+        return j;
+    return std::nullopt;
+  }
+
+  // The reason a relation gives, made once per (relation, cause item, wording): most of a
+  // cascade's items share one.
+  const std::string& because(size_t r, std::optional<size_t> j, int wording) {
+    const uint64_t key = (uint64_t(r) * 3 + uint64_t(wording)) * (items_.size() + 1) + (j ? *j + 1 : 0);
+    auto [it, inserted] = because_.try_emplace(key);
+    if (!inserted) return it->second;
+    const Relation& rel = relations_[r];
+    const Symptom* c = j ? &items_[*j].s : nullptr;
+    if (wording == 0)
+      it->second = c ? fmt::format("{} of {} on {} {}", relationEffectName(rel.effect), c->rule_id,
+                                   c->node.empty() ? "an unknown node" : c->node, tags_[r])
+                     : fmt::format("{} {}", relationEffectName(rel.effect), tags_[r]);
+    else
+      it->second = c ? fmt::format("generic wrapper; the detail is {} on {} {}", c->rule_id, c->node, tags_[r])
+                     : fmt::format("generic wrapper, names no cause {}", tags_[r]);
+    return it->second;
+  }
+
+  // Applies one relation to one item; returns whether it changed or marked it.
+  bool applyOne(size_t i, size_t r_index, bool& role_decided) {
+    Item& it = items_[i];
+    const Relation& r = relations_[r_index];
+    switch (r.effect) {
+      case RelationEffect::kConsequence:
+      case RelationEffect::kContext: {
+        if (role_decided) return false;
+        std::optional<size_t> j;
+        if (r.cause && !(j = findCause(i, r_index))) return false;
+        if (r.effect == RelationEffect::kContext) it.eff = Role::kContext;
+        else if (it.eff == Role::kRoot) it.eff = Role::kCascade;
+        it.because = because(r_index, j, 0);
+        role_decided = true;
+        return true;
+      }
+      case RelationEffect::kWrapper: {
+        if (it.wrapper) return false;
+        it.wrapper = true;
+        it.plausible = r.plausible;
+        it.wrapper_relation = r.id;
+        if (it.eff == Role::kRoot) it.eff = Role::kCascade;
+        if (auto j = findCause(i, r_index)) it.because = because(r_index, j, 1);
+        else if (it.because.empty()) it.because = because(r_index, std::nullopt, 1);
+        return true;
+      }
+      case RelationEffect::kPeer:
+        if (!it.peer_field.empty() || it.s.field(r.peer_field).empty()) return false;
+        it.peer_field = r.peer_field;
+        it.peer_relation = r.id;
+        return true;
+      case RelationEffect::kJobWide:
+        if (!it.job_wide_relation.empty()) return false;
+        it.job_wide_relation = r.id;
+        return true;
+      case RelationEffect::kPersists: return false;  // decided in scope
+    }
+    return false;
+  }
+
+  std::vector<Item>& items_;
+  const std::vector<Relation>& relations_;
+  std::vector<Kind> kinds_;
+  std::vector<uint32_t> kind_of_;  // per item
+  std::vector<uint32_t> node_of_;  // per item
+  std::vector<std::string> tags_;  // per relation: "[causality: ID]"
+  std::vector<CauseIndex> causes_;  // per relation
+  std::unordered_map<uint64_t, std::string> because_;
+};
 
 }  // namespace
 
 void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relations) {
-  const auto index = indexCauses(items, relations);
-  for (size_t i = 0; i < items.size(); ++i) {
-    bool role_decided = false;
-    for (size_t r = 0; r < relations.size(); ++r)
-      if (matches(relations[r].symptom, items[i].s, {items[i].eff, items[i].nvswitch}))
-        applyOne(items, i, relations[r], index[r], role_decided);
-  }
+  RelationPass(items, relations).run();
 }
 
 Candidates candidates(const std::vector<Item>& items) {
