@@ -74,6 +74,8 @@ std::optional<int64_t> parseTimestampNs(std::string_view s) {
   for (char c : s) numeric = numeric && (std::isdigit(static_cast<unsigned char>(c)) || c == '.');
   if (numeric) {
     double v = std::strtod(std::string(s).c_str(), nullptr);
+    // Seconds since the epoch; beyond 2261 the nanoseconds leave int64 (found by tests/fuzz).
+    if (!(v >= 0 && v < 9.2e9)) return std::nullopt;
     return static_cast<int64_t>(v * 1e9);
   }
   int y, mo, d, h, mi, sec;
@@ -82,6 +84,7 @@ std::optional<int64_t> parseTimestampNs(std::string_view s) {
       s[13] != ':' || !digits(s, 14, 2, &mi) || s[16] != ':' || !digits(s, 17, 2, &sec))
     return std::nullopt;
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  if (y < 1970 || y > 2261) return std::nullopt;  // no overflow of the nanoseconds (tests/fuzz)
   size_t pos = 19;
   int64_t frac_ns = 0;
   if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {

@@ -104,7 +104,7 @@ bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length)
   size_t i = 1;
   while (i < s.size() && s[i] == ' ') ++i;
   uint64_t secs = 0;
-  if (!readUint(s, &i, &secs) || secs > 100'000'000'000ULL) return false;
+  if (!readUint(s, &i, &secs) || secs > kMaxStampSeconds) return false;
   if (i >= s.size() || s[i] != '.') return false;
   ++i;
   int64_t frac = 0;
@@ -211,7 +211,8 @@ bool parseKmsgHeader(std::string_view line, KmsgHeader* out) {
   if (!readUint(line, &i, &seq) || i >= line.size() || line[i] != ',') return false;
   ++i;
   uint64_t usec = 0;
-  if (!readUint(line, &i, &usec) || i >= line.size() || line[i] != ',') return false;
+  if (!readUint(line, &i, &usec) || usec > kMaxStampSeconds * 1'000'000 || i >= line.size() || line[i] != ',')
+    return false;
   ++i;
   if (i >= line.size()) return false;
   const char flags = line[i];

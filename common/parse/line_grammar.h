@@ -20,6 +20,10 @@ bool parseDecodePrefix(std::string_view line, DecodePrefix* out);
 bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length);
 // A bracketed seconds value at or past this is an epoch time (UCX, glog-style loggers), not uptime.
 inline constexpr int64_t kEpochStampNs = 1'000'000'000LL * 1'000'000'000LL;
+// Bound of a seconds-since-boot (or bracketed epoch) stamp: 4*10^9 s (126 years of uptime, or an
+// epoch stamp up to 2096) keeps its nanoseconds, plus a boot time, inside int64 (tests/fuzz
+// found "[10240404040.0]" and kmsg usec 1389609112609112009 overflowing).
+inline constexpr uint64_t kMaxStampSeconds = 4'000'000'000ULL;
 
 // dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);
