@@ -12,6 +12,7 @@
 #include "common/correlator_phases.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
+#include "common/wire_detail.h"
 
 namespace faultline::common {
 
@@ -297,6 +298,18 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
   for (const auto& f : files) {
     hash = fnv1a(hash, f.path.substr(f.path.find_last_of('/') + 1));
     hash = fnv1a(hash, f.content);
+    // YAML is UTF-8, and RE2 refuses other bytes in a prefilter literal (the engine asserted on
+    // one: tests/fuzz fuzz_rules). Named by the first line holding such bytes.
+    if (!wire_detail::validUtf8(f.content)) {
+      size_t line = 1;
+      for (size_t pos = 0;; ++line) {
+        size_t end = f.content.find('\n', pos);
+        if (!wire_detail::validUtf8(std::string_view(f.content).substr(pos, end - pos)) || end == std::string::npos) break;
+        pos = end + 1;
+      }
+      result.errors.push_back(fmt::format("{}:{}: not UTF-8 text", f.path, line));
+      continue;
+    }
     YAML::Node doc;
     try {
       doc = YAML::Load(f.content);
