@@ -43,30 +43,38 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
   order_rank_.assign(rs.size(), 0);
   for (size_t i = 0; i < order.size(); ++i) order_rank_[order[i]] = i;
 
-  // One DFA pass over a line tells which distinct literals occur; only the rules owning those
-  // literals run their (more expensive) patterns.
-  RE2::Options opts;
-  opts.set_log_errors(false);
-  opts.set_max_mem(64 << 20);
-  prefilter_ = std::make_unique<Prefilter>(opts);
+  // One pass over a record tells which distinct literals occur (the literals' Vectorscan
+  // database; RE2::Set only if that cannot be built); only the rules owning those literals run
+  // their (more expensive) patterns.
   std::map<std::string, int> literal_index;
+  std::vector<std::string> literals;
   for (size_t i = 0; i < rs.size(); ++i) {
     if (rs[i].deprecated || !rs[i].regex) continue;
     for (const auto& lit : rs[i].prefilters) {
       auto [it, inserted] = literal_index.emplace(lit, static_cast<int>(by_literal_.size()));
       if (inserted) {
-        std::string err;
-        int idx = prefilter_->set.Add(RE2::QuoteMeta(lit), &err);
-        assert(idx == it->second);
-        (void)idx;
+        literals.push_back(lit);
         by_literal_.emplace_back();
       }
       by_literal_[it->second].push_back(i);
     }
   }
-  bool compiled = prefilter_->set.Compile();
-  assert(compiled && "prefilter set failed to compile");
-  (void)compiled;
+  std::string scanner_error;
+  literal_scanner_ = LiteralScanner::build(literals, &scanner_error);
+  literals_ = literals;
+  if (!literal_scanner_) {
+    RE2::Options opts;
+    opts.set_log_errors(false);
+    opts.set_max_mem(64 << 20);
+    prefilter_ = std::make_unique<Prefilter>(opts);
+    for (const auto& lit : literals) {
+      std::string err;
+      prefilter_->set.Add(RE2::QuoteMeta(lit), &err);
+    }
+    bool compiled = prefilter_->set.Compile();
+    assert(compiled && "prefilter set failed to compile");
+    (void)compiled;
+  }
   for (auto& v : by_literal_) {
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
     v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -83,7 +91,19 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
   thread_local std::vector<size_t> candidates;
   hits.clear();
   candidates.clear();
-  if (!prefilter_->set.Match(re2::StringPiece(text.data(), text.size()), &hits)) return nullptr;
+  // The literals' Vectorscan database answers which occur; RE2::Set only if that is missing or fails.
+  bool found = false;
+  if (literal_scanner_ && literal_scanner_->literalsIn(text, &hits)) {
+    found = !hits.empty();
+  } else if (prefilter_) {
+    found = prefilter_->set.Match(re2::StringPiece(text.data(), text.size()), &hits);
+  } else {  // the search failed: every rule with a literal in the text, found the slow way
+    hits.clear();
+    for (size_t i = 0; i < by_literal_.size(); ++i)
+      if (text.find(literals_[i]) != std::string_view::npos) hits.push_back(static_cast<int>(i));
+    found = !hits.empty();
+  }
+  if (!found) return nullptr;
   const auto& rs = rules_->rules;
   // Merge candidate lists (usually one or two short lists) in evaluation order.
   for (int h : hits) candidates.insert(candidates.end(), by_literal_[h].begin(), by_literal_[h].end());

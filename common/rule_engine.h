@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/log_record.h"
+#include "common/parse/literal_scan.h"
 #include "common/rule_set.h"
 #include "common/symptom.h"
 
@@ -42,6 +43,11 @@ class RuleEngine {
   // Full path: match + build the symptom (node/device/summary templates, fields, evidence).
   std::optional<Symptom> extract(const LogRecord& record, const MatchContext& ctx) const;
 
+  // Every prefilter literal of the rules in one Vectorscan database, for parsers to search raw
+  // buffers with (ParseOptions::literals). Null when it could not be built (then parsers hand
+  // on every record and nothing is lost).
+  std::shared_ptr<const LiteralScanner> literalScanner() const { return literal_scanner_; }
+
   const RuleSet& rules() const { return *rules_; }
   std::shared_ptr<const RuleSet> rulesPtr() const { return rules_; }
 
@@ -51,6 +57,8 @@ class RuleEngine {
   std::unique_ptr<Prefilter> prefilter_;
   std::vector<std::vector<size_t>> by_literal_;    // literal index -> rule indices (sorted)
   std::vector<size_t> order_rank_;                 // rule index -> evaluation rank
+  std::shared_ptr<const LiteralScanner> literal_scanner_;
+  std::vector<std::string> literals_;              // literal index -> literal
 };
 
 // Renders "{name}" placeholders from `values`; unknown names become "".

@@ -151,7 +151,11 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
     }
     return cov;
   }
-  auto parser = common::makeStreamParser(format, popts, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
+  // The rules' literals are searched over the raw bytes first: only records holding one (and the
+  // first with both clocks, for boot_estimate) reach onRecord; all are parsed and counted.
+  common::ParseOptions fast = popts;
+  fast.literals = scan.engine.literalScanner();
+  auto parser = common::makeStreamParser(format, fast, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     cov.status = "error";

@@ -306,7 +306,7 @@ class ApplicationParser final : public LineParser {
 
   void finishPending(std::unordered_map<int, Pending>::iterator it) {
     report_.skipped += it->second.held_blanks;
-    emit(std::move(it->second.record));
+    emit(std::move(it->second.record), it->second.last_line);
     pending_.erase(it);
   }
 

@@ -33,7 +33,7 @@ class FabricManagerParser final : public LineParser {
     size_t len = 0;
     if (!parseFabricManagerStamp(line, &wall, &len)) {
       if (joiner_.active()) {
-        if (!joiner_.append(line, options_)) {
+        if (!joiner_.append(line, options_, line_no_)) {
           LogRecord next = joiner_.record();
           next.text.assign(line);
           next.line = line_no_;
@@ -70,7 +70,10 @@ class FabricManagerParser final : public LineParser {
   }
 
   void flush() {
-    if (joiner_.active()) emit(joiner_.take());
+    if (joiner_.active()) {
+      const uint64_t last = joiner_.lastLine();
+      emit(joiner_.take(), last);
+    }
   }
   void onEnd() override { flush(); }
 

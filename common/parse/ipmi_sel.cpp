@@ -197,7 +197,9 @@ namespace {
 class IpmiSelParser final : public LineParser {
  public:
   IpmiSelParser(ParseOptions options, RecordSink sink)
-      : LineParser(LogFormat::kIpmiSel, std::move(options), std::move(sink)) {}
+      : LineParser(LogFormat::kIpmiSel, std::move(options), std::move(sink)) {
+    deliverAll();  // the text's " | " separators are rewritten: the raw bytes do not hold it
+  }
 
  private:
   void onLine(std::string_view raw) override {

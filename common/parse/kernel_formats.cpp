@@ -118,7 +118,7 @@ class DmesgParser final : public LineParser {
   }
 
   void continueWith(std::string_view text) {
-    if (joiner_.append(text, options_)) return;
+    if (joiner_.append(text, options_, line_no_)) return;
     // Over the record bounds: keep the line as a record of its own with the same origin.
     LogRecord next = joiner_.record();
     next.text.assign(text);
@@ -128,7 +128,10 @@ class DmesgParser final : public LineParser {
   }
 
   void flush() {
-    if (joiner_.active()) emit(joiner_.take());
+    if (joiner_.active()) {
+      const uint64_t last = joiner_.lastLine();
+      emit(joiner_.take(), last);
+    }
   }
 
   void onEnd() override { flush(); }

@@ -1,20 +1,65 @@
 #include "common/parse/line_parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 namespace faultline::common::parse {
 namespace {
 constexpr size_t kMaxNotes = 8;
+// Candidate line numbers kept for records still open; older ones are forgotten conservatively.
+constexpr size_t kMaxCandidateLines = 4096;
 }  // namespace
 
 LineParser::LineParser(LogFormat format, ParseOptions options, RecordSink sink)
     : options_(std::move(options)), sink_(std::move(sink)) {
   report_.format = format;
+  if (options_.literals) {
+    const unsigned escapes = format == LogFormat::kKmsg          ? LiteralScanner::Stream::kBackslash
+                             : format == LogFormat::kJournalJson ? LiteralScanner::Stream::kBackslash |
+                                                                       LiteralScanner::Stream::kJsonBytes
+                                                                 : 0u;
+    lit_stream_ = std::make_unique<LiteralScanner::Stream>(options_.literals, escapes);
+    if (!lit_stream_->ok()) lit_stream_.reset();
+  }
+}
+
+bool LineParser::takeHits(uint64_t end) {
+  bool any = false;
+  while (hit_head_ < hits_.size() && hits_[hit_head_] <= end) {
+    any = true;
+    ++hit_head_;
+  }
+  if (hit_head_ == hits_.size()) {
+    hits_.clear();
+    hit_head_ = 0;
+  } else if (hit_head_ > 4096 && hit_head_ * 2 > hits_.size()) {
+    hits_.erase(hits_.begin(), hits_.begin() + static_cast<long>(hit_head_));
+    hit_head_ = 0;
+  }
+  return any;
+}
+
+void LineParser::markCandidate(uint64_t line_no) {
+  if (!cand_lines_.empty() && cand_lines_.back() >= line_no) return;
+  cand_lines_.push_back(line_no);
+  if (cand_lines_.size() > kMaxCandidateLines) {
+    cand_forgotten_ = cand_lines_.front();
+    cand_lines_.pop_front();
+  }
+}
+
+bool LineParser::candidateIn(uint64_t first, uint64_t last) const {
+  if (first <= cand_forgotten_) return true;
+  auto it = std::lower_bound(cand_lines_.begin(), cand_lines_.end(), first);
+  return it != cand_lines_.end() && *it <= last;
 }
 
 void LineParser::feed(std::string_view bytes) {
   const char* data = bytes.data();
+  const uint64_t base = fed_;
+  fed_ += bytes.size();
+  if (lit_stream_ && !lit_stream_->scan(bytes, &hits_)) lit_stream_.reset();  // failed: deliver all
   size_t pos = 0;
   while (pos < bytes.size()) {
     if (raw_want_ > 0) {
@@ -22,6 +67,8 @@ void LineParser::feed(std::string_view bytes) {
       if (!raw_skip_) buf_.append(data + pos, take);
       pos += take;
       raw_want_ -= take;
+      // Raw bytes (a binary journal field) belong to the entry of the line that asked for them.
+      if (lit_stream_ && takeHits(base + pos)) markCandidate(line_no_);
       if (raw_want_ == 0) {
         if (raw_skip_) {
           raw_skip_ = false;
@@ -34,8 +81,13 @@ void LineParser::feed(std::string_view bytes) {
       continue;
     }
     const void* nl = std::memchr(data + pos, '\n', bytes.size() - pos);
+    if (lit_stream_ && nl != nullptr)
+      line_candidate_ = takeHits(base + static_cast<uint64_t>(static_cast<const char*>(nl) - data));
     if (discarding_) {
-      if (nl == nullptr) return;  // still inside the over-long line: drop, never buffer
+      if (nl == nullptr) {  // still inside the over-long line: drop, never buffer
+        if (lit_stream_) takeHits(fed_);
+        return;
+      }
       pos = static_cast<const char*>(nl) - data + 1;
       discarding_ = false;
       dispatchOversized();
@@ -80,6 +132,11 @@ void LineParser::feed(std::string_view bytes) {
 }
 
 void LineParser::finish() {
+  if (lit_stream_) {
+    lit_stream_->close(&hits_);
+    if (!lit_stream_->ok()) lit_stream_.reset();
+    else line_candidate_ = takeHits(fed_);
+  }
   if (raw_want_ > 0) {
     report_.truncated = true;
     raw_want_ = 0;
@@ -108,6 +165,10 @@ void LineParser::finish() {
 void LineParser::dispatchLine(std::string_view line) {
   ++line_no_;
   ++report_.lines;
+  if (line_candidate_) {
+    markCandidate(line_no_);
+    line_candidate_ = false;
+  }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   onLine(line);
 }
@@ -115,6 +176,7 @@ void LineParser::dispatchLine(std::string_view line) {
 void LineParser::dispatchOversized() {
   ++line_no_;
   ++report_.lines;
+  line_candidate_ = false;
   skipLine(SkipKind::kOversized, "line longer than max_line_bytes skipped");
 }
 
@@ -128,9 +190,13 @@ bool LineParser::readRaw(size_t n) {
   return !raw_skip_;
 }
 
-void LineParser::emit(LogRecord&& record) {
+void LineParser::emit(LogRecord&& record, uint64_t last_line) {
   if (record.boot_id.empty() && !options_.boot_id.empty()) record.boot_id = options_.boot_id;
   ++report_.records;
+  const bool both_clocks = record.time_known && record.monotonic_ns >= 0;
+  if (lit_stream_ && !candidateIn(record.line, last_line) && !(both_clocks && !both_clocks_seen_)) return;
+  both_clocks_seen_ = both_clocks_seen_ || both_clocks;
+  ++report_.delivered;
   sink_(std::move(record));
 }
 
@@ -181,9 +247,10 @@ void Joiner::start(LogRecord&& record) {
   record_ = std::move(record);
   active_ = true;
   lines_ = 1;
+  last_line_ = record_.line;
 }
 
-bool Joiner::append(std::string_view text, const ParseOptions& options) {
+bool Joiner::append(std::string_view text, const ParseOptions& options, uint64_t line_no) {
   if (lines_ + 1 > options.max_record_lines ||
       record_.text.size() + 1 + text.size() > options.max_record_bytes) {
     return false;
@@ -191,6 +258,7 @@ bool Joiner::append(std::string_view text, const ParseOptions& options) {
   record_.text.push_back('\n');
   record_.text.append(text);
   ++lines_;
+  last_line_ = line_no;
   return true;
 }
 

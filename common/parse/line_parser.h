@@ -9,8 +9,11 @@
 // without MESSAGE).
 #pragma once
 
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "common/parse/stream_parser.h"
@@ -41,7 +44,17 @@ class LineParser : public StreamParser {
   // returns false in that case.
   bool readRaw(size_t n);
 
-  void emit(LogRecord&& record);
+  // Counts the record and hands it to the sink; with ParseOptions::literals only when a physical
+  // line from record.line to the current line held a literal hit, or when it is the first record
+  // with both clocks. A record is emitted at or after its last line, so that range covers all its
+  // lines; lines in it that belong to other records only make the check looser, never wrong.
+  void emit(LogRecord&& record) { emit(std::move(record), line_no_); }
+  // The same for a record whose last physical line is known (a joined record flushed by the
+  // line after it).
+  void emit(LogRecord&& record, uint64_t last_line);
+  // A parser whose record text is not made of its lines' bytes (IPMI SEL rewrites separators)
+  // calls this: every record reaches the sink.
+  void deliverAll() { lit_stream_.reset(); }
   enum class SkipKind { kOther, kMalformed, kBinary, kOversized };
   // Counts one skipped line (the current one unless line_no given) and notes why.
   void skipLine(SkipKind kind, std::string_view why, uint64_t line_no = 0);
@@ -68,6 +81,20 @@ class LineParser : public StreamParser {
  private:
   void dispatchLine(std::string_view line);
   void dispatchOversized();
+  // Literal hits: consumes the hits ending at or before absolute offset `end` (the '\n' of the
+  // line about to be dispatched); true when there was one.
+  bool takeHits(uint64_t end);
+  void markCandidate(uint64_t line_no);
+  bool candidateIn(uint64_t first, uint64_t last) const;
+
+  std::unique_ptr<LiteralScanner::Stream> lit_stream_;
+  std::vector<uint64_t> hits_;  // absolute end offsets not yet assigned to a line, sorted
+  size_t hit_head_ = 0;
+  bool line_candidate_ = false;
+  std::deque<uint64_t> cand_lines_;  // physical lines holding a hit, ascending
+  uint64_t cand_forgotten_ = 0;      // lines up to here may have held hits that were pruned
+  bool both_clocks_seen_ = false;
+  uint64_t fed_ = 0;  // bytes fed before the current chunk
 
   RecordSink sink_;
   std::string buf_;           // partial line (or raw bytes) carried between feed() calls
@@ -83,8 +110,11 @@ class Joiner {
   bool active() const { return active_; }
   LogRecord& record() { return record_; }
   void start(LogRecord&& record);
-  // Appends "\n" + text. False (nothing appended) when the bounds would be exceeded.
-  bool append(std::string_view text, const ParseOptions& options);
+  // Appends "\n" + text (physical line line_no). False (nothing appended) when the bounds would
+  // be exceeded.
+  bool append(std::string_view text, const ParseOptions& options, uint64_t line_no);
+  // The physical line last added (record().line after start()).
+  uint64_t lastLine() const { return last_line_; }
   // Hands the record out and becomes inactive.
   LogRecord take();
 
@@ -92,6 +122,7 @@ class Joiner {
   LogRecord record_;
   bool active_ = false;
   size_t lines_ = 0;
+  uint64_t last_line_ = 0;
 };
 
 // Factories of the concrete parsers (one .cpp each).

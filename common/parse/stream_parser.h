@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/log_record.h"
+#include "common/parse/literal_scan.h"
 #include "common/time_zone.h"
 
 namespace faultline::common {
@@ -49,12 +50,18 @@ struct ParseOptions {
   // Upper bound of a joined multi-line record (traceback, indented continuation).
   size_t max_record_bytes = 64 << 10;
   size_t max_record_lines = 200;
+  // The rules' prefilter literals (RuleEngine::literalScanner()). When set, the raw bytes are
+  // searched for them first and only records holding a hit reach the sink, plus the first record
+  // that has both clocks (a boot-time estimate); the others are parsed and counted all the same.
+  // Null: every record reaches the sink (the golden parser tests).
+  std::shared_ptr<const LiteralScanner> literals;
 };
 
 struct ParseReport {
   LogFormat format = LogFormat::kUnknown;
   uint64_t lines = 0;       // physical lines seen
   uint64_t records = 0;     // records emitted
+  uint64_t delivered = 0;   // records handed to the sink (all of them without ParseOptions::literals)
   uint64_t skipped = 0;     // lines skipped for any reason (sum of the three below + other)
   uint64_t malformed = 0;   // lines that do not parse in this format
   uint64_t binary = 0;      // lines with NUL/control bytes or invalid UTF-8 beyond repair

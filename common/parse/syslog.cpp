@@ -133,7 +133,7 @@ class SyslogParser final : public LineParser {
       unescapeRsyslog(text, &unescaped);
       text = unescaped;
     }
-    if (joiner_.append(text, options_)) return;
+    if (joiner_.append(text, options_, line_no_)) return;
     LogRecord next = joiner_.record();
     next.text.assign(text);
     next.line = line_no_;
@@ -142,7 +142,10 @@ class SyslogParser final : public LineParser {
   }
 
   void flush() {
-    if (joiner_.active()) emit(joiner_.take());
+    if (joiner_.active()) {
+      const uint64_t last = joiner_.lastLine();
+      emit(joiner_.take(), last);
+    }
   }
   void onEnd() override { flush(); }
 

@@ -1,0 +1,162 @@
+#include "common/parse/literal_scan.h"
+
+#include <hs/hs.h>
+
+#include <algorithm>
+
+namespace faultline::common {
+namespace {
+
+// Bytes whose presence makes a line a candidate whatever else it says (see the header).
+const std::vector<std::string>& triggers() {
+  // In the order of Stream::Triggers' bits.
+  static const std::vector<std::string> t = {"\x1b", "\\", "\"MESSAGE\":["};
+  return t;
+}
+
+struct IdsCtx {
+  std::vector<int>* ids;
+  unsigned count;
+};
+
+int onId(unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) {
+  auto* c = static_cast<IdsCtx*>(ctx);
+  if (id < c->count) c->ids->push_back(static_cast<int>(id));
+  return 0;
+}
+
+hs_database_t* compile(const std::vector<std::string>& lits, unsigned mode, std::string* error) {
+  std::vector<const char*> exprs;
+  std::vector<size_t> lens;
+  std::vector<unsigned> flags, ids;
+  for (size_t i = 0; i < lits.size(); ++i) {
+    exprs.push_back(lits[i].data());
+    lens.push_back(lits[i].size());
+    flags.push_back(0);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  hs_database_t* db = nullptr;
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_lit_multi(exprs.data(), flags.data(), ids.data(), lens.data(),
+                           static_cast<unsigned>(exprs.size()), mode, nullptr, &db, &err) != HS_SUCCESS) {
+    *error = err && err->message ? err->message : "vectorscan compile failed";
+    if (err && err->expression >= 0 && static_cast<size_t>(err->expression) < lits.size())
+      *error += " (literal '" + lits[static_cast<size_t>(err->expression)] + "')";
+    hs_free_compile_error(err);
+    return nullptr;
+  }
+  return db;
+}
+
+// hs_alloc_scratch costs ~80 us even when the scratch already fits: call it only when this thread
+// meets a database it has not sized its scratch for.
+struct ThreadScratch {
+  hs_scratch_t* s = nullptr;
+  const hs_database_t* sized_for = nullptr;
+  ~ThreadScratch() {
+    if (s) hs_free_scratch(s);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<std::string>& literals,
+                                                            std::string* error) {
+  for (const auto& l : literals) {
+    if (l.empty()) {
+      *error = "empty prefilter literal";
+      return nullptr;
+    }
+    for (unsigned char c : l) {
+      if (c < 0x20 || c == 0x7f || c == '?') {
+        *error = "prefilter literal '" + l + "' holds a control byte or '?': the raw-buffer search cannot see it";
+        return nullptr;
+      }
+    }
+  }
+  std::vector<std::string> all(literals);
+  all.insert(all.end(), triggers().begin(), triggers().end());
+  std::shared_ptr<LiteralScanner> s(new LiteralScanner);
+  s->count_ = literals.size();
+  s->stream_db_ = compile(all, HS_MODE_STREAM, error);
+  if (!s->stream_db_) return nullptr;
+  s->block_db_ = compile(all, HS_MODE_BLOCK, error);
+  if (!s->block_db_) return nullptr;
+  if (hs_alloc_scratch(s->stream_db_, &s->proto_scratch_) != HS_SUCCESS ||
+      hs_alloc_scratch(s->block_db_, &s->proto_scratch_) != HS_SUCCESS) {
+    *error = "vectorscan: cannot allocate scratch space";
+    return nullptr;
+  }
+  return s;
+}
+
+LiteralScanner::~LiteralScanner() {
+  if (proto_scratch_) hs_free_scratch(proto_scratch_);
+  if (stream_db_) hs_free_database(stream_db_);
+  if (block_db_) hs_free_database(block_db_);
+}
+
+bool LiteralScanner::literalsIn(std::string_view text, std::vector<int>* ids) const {
+  thread_local ThreadScratch scratch;
+  ids->clear();
+  if (text.size() > UINT32_MAX) return false;
+  if (scratch.sized_for != block_db_) {
+    if (hs_alloc_scratch(block_db_, &scratch.s) != HS_SUCCESS) return false;
+    scratch.sized_for = block_db_;
+  }
+  IdsCtx ctx{ids, static_cast<unsigned>(count_)};
+  if (hs_scan(block_db_, text.data(), static_cast<unsigned>(text.size()), 0, scratch.s, onId, &ctx) != HS_SUCCESS)
+    return false;
+  if (ids->size() > 1) {
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  }
+  return true;
+}
+
+int LiteralScanner::Stream::onHit(unsigned id, unsigned long long /*from*/, unsigned long long to,
+                                  unsigned /*flags*/, void* ctx) {
+  auto* self = static_cast<Stream*>(ctx);
+  if (id >= self->scanner_->count_ && !(self->triggers_ & (1u << (id - self->scanner_->count_)))) return 0;
+  self->out_->push_back(to);
+  return 0;
+}
+
+LiteralScanner::Stream::Stream(std::shared_ptr<const LiteralScanner> scanner, unsigned triggers)
+    : scanner_(std::move(scanner)), triggers_(triggers | kEsc) {
+  hs_clone_scratch(scanner_->proto_scratch_, &scratch_);
+  hs_open_stream(scanner_->stream_db_, 0, &stream_);
+}
+
+LiteralScanner::Stream::~Stream() {
+  if (stream_) hs_close_stream(stream_, scratch_, nullptr, nullptr);
+  if (scratch_) hs_free_scratch(scratch_);
+}
+
+bool LiteralScanner::Stream::scan(std::string_view bytes, std::vector<uint64_t>* hits) {
+  if (!ok()) return false;
+  const size_t before = hits->size();
+  // hs_scan_stream takes an unsigned length: feed very large views in pieces.
+  constexpr size_t kMax = 1u << 30;
+  for (size_t pos = 0; pos < bytes.size(); pos += kMax) {
+    const size_t n = std::min(kMax, bytes.size() - pos);
+    out_ = hits;
+    if (hs_scan_stream(stream_, bytes.data() + pos, static_cast<unsigned>(n), 0, scratch_, onHit, this) !=
+        HS_SUCCESS) {
+      broken_ = true;
+      return false;
+    }
+  }
+  if (!std::is_sorted(hits->begin() + static_cast<long>(before), hits->end()))
+    std::sort(hits->begin() + static_cast<long>(before), hits->end());
+  return true;
+}
+
+void LiteralScanner::Stream::close(std::vector<uint64_t>* hits) {
+  if (!stream_) return;
+  out_ = hits;
+  if (hs_close_stream(stream_, scratch_, onHit, this) != HS_SUCCESS) broken_ = true;
+  stream_ = nullptr;
+}
+
+}  // namespace faultline::common
