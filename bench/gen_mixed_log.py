@@ -315,24 +315,71 @@ def traceback(r):
         err]
 
 
-def build_pool(seed):
+def kernel_trace(r):
+    """A soft-lockup report with its call trace, as raw dmesg prints it (continuation lines)."""
+    h = r.choice(HOSTS)
+    return h, "kernel", [
+        f"watchdog: BUG: soft lockup - CPU#{r.randint(0, 223)} stuck for {r.randint(21, 60)}s! [python:{r.randint(300, 4_000_000)}]",
+        " Call Trace:",
+        "  <TASK>",
+        f"  _raw_spin_lock+0x{r.getrandbits(8):x}/0x30",
+        f"  os_acquire_spinlock+0x{r.getrandbits(8):x}/0x30 [nvidia]",
+        "  </TASK>"]
+
+
+def is_app(ident):
+    return ident.startswith("python[")
+
+
+def build_pool(seed, fmt="journal"):
+    """Pool entries, each its lines' text after the per-line prefix the writer adds:
+    journal: " host ident: msg" (continuation lines indented to the message column);
+    dmesg:   " msg", kernel messages only (call traces as unstamped continuation lines);
+    ranks:   "R: msg", what the job's python ranks print under srun --label (NCCL, PyTorch)."""
     r = random.Random(seed)
-    entries = []
-    for _ in range(POOL_BENIGN):
-        h, ident, msg = benign(r)
-        entries.append(f" {h} {ident}: {msg}\n")
-    n_match = round(POOL_BENIGN * MATCH_FRACTION / (1 - MATCH_FRACTION))
-    for i in range(n_match):
-        if i % 40 == 0:
-            h, ident, lines = traceback(r)
+    keep = {"journal": lambda ident: True, "dmesg": lambda ident: ident == "kernel", "ranks": is_app}[fmt]
+
+    def entry(h, ident, lines):
+        if fmt == "journal":
             head = f" {h} {ident}: "
             indent = " " * (TS_LEN - 1 + len(head))
-            entries.append(head + lines[0] + "\n" + "".join(indent + l + "\n" for l in lines[1:]))
+            return head + lines[0] + "\n" + "".join(indent + l + "\n" for l in lines[1:])
+        if fmt == "dmesg":
+            return "".join((" " if i == 0 else "") + l + "\n" for i, l in enumerate(lines))
+        rank = r.randint(0, 63)
+        return "".join(f"{rank}: {l}\n" for l in lines)
+
+    entries = []
+    while len(entries) < POOL_BENIGN:
+        h, ident, msg = benign(r)
+        if keep(ident):
+            entries.append(entry(h, ident, [msg]))
+    n_match = round(POOL_BENIGN * MATCH_FRACTION / (1 - MATCH_FRACTION))
+    made = 0
+    i = 0
+    while made < n_match:
+        i += 1
+        if i % 40 == 0 and fmt != "dmesg":
+            h, ident, lines = traceback(r)
+        elif i % 40 == 0:
+            h, ident, lines = kernel_trace(r)
         else:
             h, ident, msg = matching(r)
-            entries.append(f" {h} {ident}: {msg}\n")
+            lines = [msg]
+        if keep(ident):
+            entries.append(entry(h, ident, lines))
+            made += 1
     r.shuffle(entries)
     return entries
+
+
+def continuation(chunk, at, fmt):
+    """Is the line starting at chunk[at] a continuation line of the entry before it?"""
+    if fmt == "ranks":  # a traceback: "R:   File ..." / "R: ErrorType: ..." after "R: Traceback"
+        line = chunk[at:chunk.find(b"\n", at)]
+        _, _, rest = line.partition(b": ")
+        return rest.startswith(b" ") or (b"Error" in rest.split(b" ")[0] and not rest.startswith(b"["))
+    return chunk[at:at + 1] == b" "
 
 
 def main():
@@ -341,13 +388,16 @@ def main():
     ap.add_argument("size", nargs="?", type=int, default=1 << 30, help="exact output size in bytes")
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("--meta", help="write key=value facts about the file here")
+    ap.add_argument("--format", choices=["journal", "dmesg", "ranks"], default="journal",
+                    help="journal: journalctl -o short-iso-precise of many hosts (default); dmesg: raw "
+                         "dmesg of one node; ranks: a job's srun --label rank output (NCCL, PyTorch)")
     a = ap.parse_args()
     if a.size < 4096:
         sys.exit("size must be at least 4096 bytes")
 
     t0 = time.perf_counter()
     r = random.Random(a.seed ^ 0x5EED)
-    pool = build_pool(a.seed)
+    pool = build_pool(a.seed, a.format)
     # Sorted sub-second parts, a few variants so consecutive seconds differ.
     fracs = []
     for _ in range(8):
@@ -364,7 +414,12 @@ def main():
             for _ in range(CHUNK_BLOCKS):
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(START + sec))
                 sec += 1
-                prefixes = [stamp + x for x in fracs[sec & 7]]
+                if a.format == "journal":
+                    prefixes = [stamp + x for x in fracs[sec & 7]]
+                elif a.format == "dmesg":
+                    prefixes = [f"[{sec:5d}{x[:7]}]" for x in fracs[sec & 7]]
+                else:
+                    prefixes = [""] * BLOCK_LINES
                 parts.append("".join(map(operator.add, prefixes, r.choices(pool, k=BLOCK_LINES))))
             chunk = "".join(parts).encode()
             if written + len(chunk) + 4096 <= a.size:
@@ -375,15 +430,17 @@ def main():
             # Last chunk: keep whole lines leaving room for one padding line, then pad exactly.
             room = a.size - written
             cut = chunk.rfind(b"\n", 0, max(0, room - 300)) + 1
-            # never cut a multi-line entry in the middle: back off while the next line is indented
-            while cut > 0 and cut < len(chunk) and chunk[cut:cut + 1] == b" ":
+            # never cut a multi-line entry in the middle: back off while the next line continues one
+            while cut > 0 and cut < len(chunk) and continuation(chunk, cut, a.format):
                 cut = chunk.rfind(b"\n", 0, cut - 1) + 1
             chunk = chunk[:cut]
             f.write(chunk)
             written += len(chunk)
             lines += chunk.count(b"\n")
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(START + sec)) + ".999999+00:00"
-            head = f"{stamp} {HOSTS[0]} systemd-journald[512]: Suppressed messages (bench padding "
+            head = {"journal": f"{stamp} {HOSTS[0]} systemd-journald[512]: Suppressed messages (bench padding ",
+                    "dmesg": f"[{sec:5d}.999999] printk: bench padding (",
+                    "ranks": "0: bench padding ("}[a.format]
             gap = a.size - written - len(head) - 2
             padding_line = head + ("x" * gap) + ")\n"
             f.write(padding_line.encode())
@@ -395,7 +452,7 @@ def main():
     assert written == a.size == os.path.getsize(a.out), (written, a.size)
     with open(__file__, "rb") as src:
         gen_sha = hashlib.sha256(src.read()).hexdigest()[:16]
-    facts = {"bytes": written, "lines": lines, "seed": a.seed, "generator": gen_sha,
+    facts = {"format": a.format, "bytes": written, "lines": lines, "seed": a.seed, "generator": gen_sha,
              "pool_entries": len(pool), "match_fraction": MATCH_FRACTION,
              "gen_seconds": f"{dt:.1f}", "gen_mb_per_s": f"{written / dt / 1e6:.0f}"}
     if a.meta:
