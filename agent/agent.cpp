@@ -56,6 +56,7 @@ Agent::~Agent() {
 void Agent::startSource(Source& s, const std::map<std::string, std::string>& checkpoints) {
   const std::string name = s.name();
   auto it = checkpoints.find(name);
+  s.useLiterals(engine_->literalScanner());
   s.start(it == checkpoints.end() ? "" : it->second,
           [this, name](common::LogRecord&& r, common::SourceKind kind) { onRecord(name, std::move(r), kind); });
   auto h = s.health();
@@ -183,7 +184,14 @@ void Agent::onRecord(const std::string& source, common::LogRecord&& record, comm
 bool Agent::commit() {
   for (auto& s : sources_) s->flush();
   auto ready = aggregator_.drainOlderThan(clock_.nowNs());
-  if (!dirty_ && ready.empty()) return true;
+  // Records without a literal never reach onRecord: a source's moved checkpoint is news too.
+  bool moved = false;
+  for (const auto& s : sources_) {
+    const auto cp = s->checkpoint();
+    const auto it = committed_checkpoints_.find(s->name());
+    moved = moved || (!cp.empty() && (it == committed_checkpoints_.end() || it->second != cp));
+  }
+  if (!dirty_ && !moved && ready.empty()) return true;
   // The groups still open go to the spool too, in the same transaction as the checkpoints; the
   // aggregator keeps them (drainAll + add rebuilds it identically).
   auto open = aggregator_.drainAll();
@@ -231,6 +239,7 @@ bool Agent::commit() {
     return false;
   }
   ++stats_.commits;
+  committed_checkpoints_ = c.checkpoints;
   for (const auto& b : c.batches) stats_.spooled += b.symptoms.size();
   dirty_ = false;
   if (shipper_ && !seqs->empty()) shipper_->kick();
@@ -239,6 +248,7 @@ bool Agent::commit() {
 
 void Agent::reloadRules(std::shared_ptr<const common::RuleSet> rules) {
   engine_ = std::make_unique<common::RuleEngine>(std::move(rules));
+  for (auto& s : sources_) s->useLiterals(engine_->literalScanner());
   ++stats_.rule_reloads;
   log_.info("faultline-agent: rules reloaded: {}", engine_->rules().version);
 }

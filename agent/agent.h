@@ -156,6 +156,7 @@ class Agent {
   int64_t next_inventory_steady_ = 0;  // clock_.steadyNs() when the next re-check is due
   int64_t next_discovery_steady_ = 0;
   bool dirty_ = false;
+  std::map<std::string, std::string> committed_checkpoints_;  // as of the last commit
   bool stopped_ = true;
 };
 

@@ -9,6 +9,14 @@
 
 namespace faultline::common {
 
+// Literals shared by at least this many rules get a PatternSet.
+constexpr size_t kMinRulesForSet = 8;
+
+struct RuleEngine::PatternSet {
+  explicit PatternSet(const RE2::Options& o) : set(o, RE2::UNANCHORED) {}
+  RE2::Set set;
+};
+
 struct RuleEngine::Prefilter {
   explicit Prefilter(const RE2::Options& o) : set(o, RE2::UNANCHORED) {}
   RE2::Set set;
@@ -79,6 +87,14 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
+  literal_sets_.resize(by_literal_.size());
+  for (size_t l = 0; l < by_literal_.size(); ++l) {
+    if (by_literal_[l].size() < kMinRulesForSet) continue;
+    auto ps = std::make_unique<PatternSet>(rs[by_literal_[l].front()].regex->options());
+    bool ok = true;
+    for (size_t idx : by_literal_[l]) ok = ok && ps->set.Add(rs[idx].pattern, nullptr) >= 0;
+    if (ok && ps->set.Compile()) literal_sets_[l] = std::move(ps);  // else: one search per rule
+  }
 }
 
 RuleEngine::~RuleEngine() = default;
@@ -106,7 +122,19 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
   if (!found) return nullptr;
   const auto& rs = rules_->rules;
   // Merge candidate lists (usually one or two short lists) in evaluation order.
-  for (int h : hits) candidates.insert(candidates.end(), by_literal_[h].begin(), by_literal_[h].end());
+  thread_local std::vector<int> matched;
+  for (int h : hits) {
+    const auto& owners = by_literal_[h];
+    RE2::Set::ErrorInfo info{RE2::Set::kNoError};
+    matched.clear();
+    if (const auto& ps = literal_sets_[h];
+        ps && (ps->set.Match(re2::StringPiece(text.data(), text.size()), &matched, &info) ||
+               info.kind == RE2::Set::kNoError)) {
+      for (int m : matched) candidates.push_back(owners[static_cast<size_t>(m)]);  // only rules that match
+    } else {
+      candidates.insert(candidates.end(), owners.begin(), owners.end());
+    }
+  }
   std::sort(candidates.begin(), candidates.end(),
             [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());

@@ -59,6 +59,10 @@ class RuleEngine {
   std::vector<size_t> order_rank_;                 // rule index -> evaluation rank
   std::shared_ptr<const LiteralScanner> literal_scanner_;
   std::vector<std::string> literals_;              // literal index -> literal
+  // A literal many rules share (the Xid pack's "NVRM: Xid"): its rules' patterns in one RE2::Set,
+  // so one pass tells which of them match instead of one regex search per rule.
+  struct PatternSet;
+  std::vector<std::unique_ptr<PatternSet>> literal_sets_;  // literal index -> set or null
 };
 
 // Renders "{name}" placeholders from `values`; unknown names become "".

@@ -71,9 +71,12 @@ FileSource::~FileSource() {
 }
 
 void FileSource::makeParser() {
-  if (parser_) parser_skipped_base_ += parser_->report().skipped;
+  if (parser_) {
+    parser_skipped_base_ += parser_->report().skipped;
+    parser_records_base_ += parser_->report().records;
+  }
+  // Records are counted by the parser: with literals only those holding one reach the handler.
   parser_ = common::makeStreamParser(format_, options_.parse, [this](common::LogRecord&& r) {
-    ++health_.records;
     handler_(std::move(r), common::sourceKindOf(format_));
   });
   parser_dirty_ = false;
@@ -292,7 +295,12 @@ void FileSource::ensureParser() {
 SourceHealth FileSource::health() const {
   SourceHealth h = health_;
   h.skipped += parser_skipped_base_ + (parser_ ? parser_->report().skipped : 0);
+  h.records += parser_records_base_ + (parser_ ? parser_->report().records : 0);
   return h;
+}
+
+void FileSource::useLiterals(std::shared_ptr<const common::LiteralScanner> literals) {
+  options_.parse.literals = std::move(literals);  // the next parser (made at every flush) uses them
 }
 
 bool FileSource::poll() {

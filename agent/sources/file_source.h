@@ -53,6 +53,7 @@ class FileSource final : public Source {
   void flush() override;
   std::string checkpoint() const override;
   SourceHealth health() const override;
+  void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) override;
 
  private:
   struct Open {
@@ -84,6 +85,7 @@ class FileSource final : public Source {
   bool parser_dirty_ = false;
   std::unique_ptr<common::StreamParser> parser_;
   uint64_t parser_skipped_base_ = 0;
+  uint64_t parser_records_base_ = 0;  // records of the parsers before the current one
   boost::asio::posix::stream_descriptor inotify_;
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer delay_timer_;

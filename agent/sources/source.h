@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/log_record.h"
+#include "common/parse/literal_scan.h"
 #include "common/protocol.h"
 
 namespace faultline::agent {
@@ -40,6 +41,10 @@ class Source {
   virtual void flush() = 0;
   virtual std::string checkpoint() const = 0;
   virtual SourceHealth health() const = 0;
+  // The rules' literals, for sources that parse byte streams: their parsers search the raw
+  // bytes first and hand on only records holding one (ParseOptions::literals). Before start()
+  // and after a rule reload; sources that read whole records ignore it.
+  virtual void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) { (void)literals; }
 };
 
 }  // namespace faultline::agent
