@@ -12,10 +12,12 @@
 // (GPU count, an address) and a node history entry for every node.
 //
 // Printed, best of --repeat runs, each on a fresh copy of the symptoms:
-//   peer       the same symptoms copied (correlate takes them by value) and grouped once by
-//              (rule, role) with each group's node set: one plain pass, the floor of any verdict;
-//   correlate  faultline::common::correlate();
-// wall and CPU seconds, symptoms/s, the ratio correlate/peer, the verdict (RIGHT when it names
+//   peer       the same symptoms grouped once by (rule, role) with each group's node set, then
+//              freed: one plain pass, the floor of any verdict;
+//   correlate  faultline::common::correlate() (it owns and frees its symptoms too);
+// both are given their own copy, made before the clock starts;
+// wall and CPU seconds, symptoms/s, the heap allocations inside correlate() (operator new is
+// counted), the ratio correlate/peer, the verdict (RIGHT when it names
 // the sample's expected node, rule and domain) and an FNV-1a hash of the whole diagnosis JSON, so
 // two builds can be compared on identical output.
 //
@@ -30,6 +32,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <new>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -41,6 +46,20 @@
 #include "common/correlator.h"
 #include "common/diagnosis.h"
 #include "common/rule_set.h"
+
+// Heap allocations made by the process (operator new), to print those of one correlate() call.
+// new and delete are replaced as a pair (malloc/free); GCC cannot tell once they are inlined.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -79,8 +98,9 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// The peer: what any verdict must at least do with the symptoms — take a copy and look at each
-// once, grouping by (rule, role) with the group's nodes (the shape of the verdict's chain).
+// The peer: what any verdict must at least do with the symptoms it is given — look at each
+// once, grouping by (rule, role) with the group's nodes (the shape of the verdict's chain), and
+// free them.
 size_t plainPass(std::vector<common::Symptom> symptoms) {
   std::map<std::pair<std::string, common::Role>, std::set<std::string>> groups;
   for (const auto& s : symptoms) groups[{s.rule_id, s.role}].insert(s.node);
@@ -171,25 +191,38 @@ int main(int argc, char** argv) {
     auto& h = opts.node_history[host];
     h.window_ns = 7 * 86400 * kSec;
   }
+  size_t fields = 0, evidence = 0;
+  for (const auto& s : symptoms) {
+    fields += s.fields.size();
+    evidence += s.evidence.size();
+  }
   std::printf("correlate bench: %zu nodes, %zu symptoms (%zu per node from %s, root %s <- %s; noise on every %zu-th "
-              "node), ruleset %s, %zu relations\n",
+              "node; %.1f fields, %.1f evidence lines per symptom), ruleset %s, %zu relations\n",
               nodes, symptoms.size(), per_node, sample_dir.c_str(), hostName(root_index).c_str(),
-              sample->expected_node.c_str(), noise_every, loaded.rules->version.c_str(), loaded.rules->relations.size());
+              sample->expected_node.c_str(), noise_every, double(fields) / double(symptoms.size()),
+              double(evidence) / double(symptoms.size()), loaded.rules->version.c_str(), loaded.rules->relations.size());
 
   Times best_peer{1e30, 1e30}, best_corr{1e30, 1e30};
   size_t peer_out = 0;
+  uint64_t allocations = 0;
   common::Diagnosis d;
   for (size_t r = 0; r < repeat; ++r) {
-    Times t = measure([&] { peer_out = plainPass(symptoms); });
+    std::vector<common::Symptom> peer_copy = symptoms;
+    Times t = measure([&] { peer_out = plainPass(std::move(peer_copy)); });
     best_peer = {std::min(best_peer.wall, t.wall), std::min(best_peer.cpu, t.cpu)};
-    t = measure([&] { d = common::correlate(job, symptoms, loaded.rules.get(), opts); });
+    std::vector<common::Symptom> copy = symptoms;  // correlate() takes its symptoms by value
+    const uint64_t a0 = g_allocations.load();
+    t = measure([&] { d = common::correlate(job, std::move(copy), loaded.rules.get(), opts); });
+    allocations = g_allocations.load() - a0;
     best_corr = {std::min(best_corr.wall, t.wall), std::min(best_corr.cpu, t.cpu)};
   }
   const double n = double(symptoms.size());
-  std::printf("peer       copy + one grouping pass: wall %8.3f s  cpu %8.3f s  %10.0f symptoms/s  (%zu group nodes)\n",
+  std::printf("peer       one grouping pass + free:  wall %8.3f s  cpu %8.3f s  %10.0f symptoms/s  (%zu group nodes)\n",
               best_peer.wall, best_peer.cpu, n / best_peer.wall, peer_out);
   std::printf("correlate  correlate():              wall %8.3f s  cpu %8.3f s  %10.0f symptoms/s\n", best_corr.wall,
               best_corr.cpu, n / best_corr.wall);
+  std::printf("allocs     %llu heap allocations inside correlate() (%.1f per symptom)\n",
+              static_cast<unsigned long long>(allocations), double(allocations) / n);
   std::printf("ratio      correlate / peer: wall x%.2f, cpu x%.2f (best of %zu)\n", best_corr.wall / best_peer.wall,
               best_corr.cpu / std::max(best_peer.cpu, 1e-9), repeat);
   const std::string node = d.responsible.empty() ? "" : d.responsible.front().node;

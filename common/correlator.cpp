@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "common/correlator_phases.h"
 
@@ -34,20 +38,39 @@ Cause causeOf(const Symptom& s, const RuleSet* rules) {
 // What the causality relations did, for the explanation: "ncclRemoteError on 37 nodes is a
 // consequence of xid.79 on gpu-b17 [causality: ID]", at most three.
 std::string relationSummary(const std::vector<Item>& items) {
-  std::map<std::string, std::set<std::string>> nodes;  // because -> nodes
-  std::map<std::string, std::string> symptom;
+  struct Group {
+    std::string_view because;
+    bool relation = false;  // names a causality relation
+    const std::string* symptom = nullptr;
+    std::vector<bool> nodes;  // by node id
+    size_t node_count = 0;
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string_view, uint32_t> by_because, node_ids;
   for (const auto& it : items) {
-    if (it.because.find("[causality:") == std::string::npos || it.eff == Role::kRoot) continue;
-    nodes[it.because].insert(it.s.node);
-    symptom.emplace(it.because, it.s.symptom);
+    if (it.eff == Role::kRoot) continue;
+    auto [g, new_group] = by_because.try_emplace(it.because, static_cast<uint32_t>(groups.size()));
+    if (new_group) groups.push_back({it.because, it.because.find("[causality:") != std::string::npos, &it.s.symptom, {}, 0});
+    Group& group = groups[g->second];
+    if (!group.relation) continue;
+    const uint32_t node = node_ids.try_emplace(it.s.node, static_cast<uint32_t>(node_ids.size())).first->second;
+    if (group.nodes.size() <= node) group.nodes.resize(node_ids.size());
+    if (!group.nodes[node]) {
+      group.nodes[node] = true;
+      ++group.node_count;
+    }
   }
+  std::vector<const Group*> named;
+  for (const auto& g : groups)
+    if (g.relation) named.push_back(&g);
+  std::sort(named.begin(), named.end(), [](const Group* a, const Group* b) { return a->because < b->because; });
   std::vector<std::string> parts;
-  for (const auto& [because, n] : nodes) {
+  for (const Group* g : named) {
     if (parts.size() == 3) {
-      parts.push_back(fmt::format("{} more", nodes.size() - 3));
+      parts.push_back(fmt::format("{} more", named.size() - 3));
       break;
     }
-    parts.push_back(fmt::format("{} on {} node(s) is a {}", symptom[because], n.size(), because));
+    parts.push_back(fmt::format("{} on {} node(s) is a {}", *g->symptom, g->node_count, g->because));
   }
   return parts.empty() ? "" : fmt::format(" {}.", fmt::join(parts, "; "));
 }
@@ -64,8 +87,9 @@ void demoteRoots(std::vector<Item>& items, const std::string& because) {
 std::map<std::string, int> priorities(const std::vector<Item>& items, const RuleSet* rules) {
   std::map<std::string, int> out;
   if (!rules) return out;
+  std::unordered_set<std::string_view> seen;
   for (const auto& it : items)
-    if (!out.count(it.s.rule_id))
+    if (seen.insert(it.s.rule_id).second)
       if (const Rule* r = rules->find(it.s.rule_id)) out[it.s.rule_id] = r->priority;
   return out;
 }

@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/correlator_phases.h"
 
@@ -166,19 +169,28 @@ void applyHistory(Blame& b, const CorrelatorOptions& o) {
 }
 
 std::vector<ChainEntry> chain(const std::vector<Item>& items) {
-  std::map<std::pair<std::string, Role>, ChainEntry> groups;
-  std::map<std::pair<std::string, Role>, std::set<std::string>> nodes;
+  struct Group {
+    ChainEntry e;
+    std::vector<bool> nodes;  // by node id
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string_view, std::array<int32_t, 4>> by_rule;  // rule -> group per role
+  std::unordered_map<std::string_view, uint32_t> node_ids;
+  std::vector<std::string_view> node_names;
   // items are in earlier() order: the first of a group is its earliest.
   for (const Item& it : items) {
-    auto key = std::make_pair(it.s.rule_id, it.eff);
-    auto [g, inserted] = groups.try_emplace(key);
-    ChainEntry& e = g->second;
-    if (inserted) {
-      e = ChainEntry{it.s.first_ns, it.s.time_known, it.s.node, it.s.device, it.s.symptom, it.s.rule_id, it.eff,
-                     it.s.sub_domain, 0, {}, it.s.first_ns, it.s.last_ns,
-                     it.s.evidence.empty() ? "" : it.s.evidence.front(), it.s.summary, it.because};
+    auto [r, new_rule] = by_rule.try_emplace(it.s.rule_id);
+    if (new_rule) r->second.fill(-1);
+    int32_t& g = r->second.at(static_cast<size_t>(it.eff));
+    if (g < 0) {
+      g = static_cast<int32_t>(groups.size());
+      ChainEntry e{it.s.first_ns, it.s.time_known, it.s.node, it.s.device, it.s.symptom, it.s.rule_id, it.eff,
+                   it.s.sub_domain, 0, {}, it.s.first_ns, it.s.last_ns,
+                   it.s.evidence.empty() ? "" : it.s.evidence.front(), it.s.summary, it.because};
       if (e.because.empty()) e.because = fmt::format("{} as its rule says [rule: {}]", roleName(it.eff), it.s.rule_id);
+      groups.push_back({std::move(e), {}});
     }
+    ChainEntry& e = groups[g].e;
     e.count += it.s.count;
     if (it.s.time_known) {
       if (!e.time_known) {
@@ -189,14 +201,25 @@ std::vector<ChainEntry> chain(const std::vector<Item>& items) {
       e.first_ns = std::min(e.first_ns, it.s.first_ns);
       e.last_ns = std::max(e.last_ns, it.s.last_ns);
     }
-    if (!it.s.node.empty()) nodes[key].insert(it.s.node);
+    if (!it.s.node.empty()) {
+      auto [n, new_node] = node_ids.try_emplace(it.s.node, static_cast<uint32_t>(node_names.size()));
+      if (new_node) node_names.push_back(it.s.node);
+      auto& seen = groups[g].nodes;
+      if (seen.size() <= n->second) seen.resize(node_names.size());
+      seen[n->second] = true;
+    }
   }
+  std::vector<uint32_t> by_name(node_names.size());
+  for (uint32_t k = 0; k < by_name.size(); ++k) by_name[k] = k;
+  std::sort(by_name.begin(), by_name.end(), [&](uint32_t a, uint32_t b) { return node_names[a] < node_names[b]; });
   std::vector<ChainEntry> out;
-  for (auto& [key, e] : groups) {
-    e.nodes.assign(nodes[key].begin(), nodes[key].end());
-    out.push_back(std::move(e));
+  out.reserve(groups.size());
+  for (auto& g : groups) {
+    for (uint32_t k : by_name)
+      if (k < g.nodes.size() && g.nodes[k]) g.e.nodes.emplace_back(node_names[k]);
+    out.push_back(std::move(g.e));
   }
-  std::stable_sort(out.begin(), out.end(), [](const ChainEntry& a, const ChainEntry& b) {
+  std::sort(out.begin(), out.end(), [](const ChainEntry& a, const ChainEntry& b) {
     if (a.time_known != b.time_known) return a.time_known;
     if (a.time_known && a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
     if (a.role != b.role) return a.role < b.role;

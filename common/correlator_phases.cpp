@@ -152,12 +152,23 @@ bool earlierSymptom(const Symptom& a, const Symptom& b) {
   return a.rule_id < b.rule_id;
 }
 
-// What scope decided for one of the job's symptoms before it becomes an Item.
+// What scope decided for one of the job's symptoms before it becomes an Item (small: a cascade
+// has hundreds of thousands; the rare reason or judged copy lives in Extra).
 struct Kept {
-  size_t index;                  // into the job's symptoms
-  Role eff;
+  uint32_t index = 0;  // into the job's symptoms
+  uint32_t node = 0;   // into the job's distinct nodes
+  Role eff = Role::kRoot;
   std::optional<bool> nvswitch;
   bool background = false;
+  int32_t extra = -1;  // into the extras
+  // earlier()'s keys but the rule: timed first, time (0 when untimed), severity, node's rank.
+  bool untimed = false;
+  int64_t time = 0;
+  Severity severity = Severity::kError;
+  uint32_t node_rank = 0;
+};
+
+struct Extra {
   std::string because;
   std::optional<Symptom> judged;  // a node-fact symptom, as judged (fields["node_fact"] ...)
 };
@@ -172,9 +183,10 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
   JobNodes job_nodes(job);
   // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
   std::unordered_set<std::string> nvswitch_seen;
-  std::vector<Symptom> own;  // the job's nodes' (and node-less) symptoms
-  own.reserve(symptoms.size());
-  for (auto& s : symptoms) {
+  // The job's nodes' (and node-less) symptoms, kept in place.
+  size_t own = 0;
+  for (size_t i = 0; i < symptoms.size(); ++i) {
+    Symptom& s = symptoms[i];
     if (!s.node.empty()) {
       const std::string& n = job_nodes.of(s.node);
       if (n.empty()) continue;
@@ -183,68 +195,109 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
       s.node = job.nodes.front();  // a one-node job owns node-less lines
     }
     if (s.category == "nvswitch" || s.rule_id.rfind("sxid.", 0) == 0) nvswitch_seen.insert(s.node);
-    own.push_back(std::move(s));
+    if (own != i) symptoms[own] = std::move(s);
+    ++own;
   }
-  // Each node's NVSwitch fact (RelationContext), looked up once per node.
-  std::unordered_map<std::string, std::optional<bool>> nvswitch_of;
-  auto nvswitchOf = [&](const std::string& node) {
-    auto [it, inserted] = nvswitch_of.try_emplace(node);
-    if (inserted) {
-      if (nvswitch_seen.count(node)) it->second = true;
-      else if (auto f = o.node_facts.find(node); f != o.node_facts.end()) it->second = f->second.nvswitch;
-    }
-    return it->second;
+  symptoms.resize(own);
+  // The distinct nodes: each one's NVSwitch fact (RelationContext) and its place in name order.
+  struct Node {
+    std::string_view name;
+    std::optional<bool> nvswitch;
+    uint32_t rank = 0;
   };
-  // Each node's symptoms (indices into own), built when a symptom from before the window needs
-  // them.
-  std::unordered_map<std::string, std::vector<size_t>> by_node;
-  auto nodeList = [&](const std::string& node) -> const std::vector<size_t>& {
-    if (by_node.empty())
-      for (size_t k = 0; k < own.size(); ++k) by_node[own[k].node].push_back(k);
+  std::vector<Node> nodes;
+  std::vector<uint32_t> node_of(own);
+  {
+    std::unordered_map<std::string_view, uint32_t> ids;
+    for (size_t i = 0; i < own; ++i) {
+      auto [it, inserted] = ids.try_emplace(symptoms[i].node, static_cast<uint32_t>(nodes.size()));
+      if (inserted) {
+        Node n{symptoms[i].node, std::nullopt};
+        if (nvswitch_seen.count(symptoms[i].node)) n.nvswitch = true;
+        else if (auto f = o.node_facts.find(symptoms[i].node); f != o.node_facts.end()) n.nvswitch = f->second.nvswitch;
+        nodes.push_back(n);
+      }
+      node_of[i] = it->second;
+    }
+    std::vector<uint32_t> by_name(nodes.size());
+    for (uint32_t k = 0; k < by_name.size(); ++k) by_name[k] = k;
+    std::sort(by_name.begin(), by_name.end(), [&](uint32_t a, uint32_t b) { return nodes[a].name < nodes[b].name; });
+    for (uint32_t r = 0; r < by_name.size(); ++r) nodes[by_name[r]].rank = r;
+  }
+  // Each node's symptoms, built when a symptom from before the window needs them.
+  std::vector<std::vector<size_t>> by_node;
+  auto nodeList = [&](uint32_t node) -> const std::vector<size_t>& {
+    if (by_node.empty()) {
+      by_node.resize(nodes.size());
+      for (size_t k = 0; k < own; ++k) by_node[node_of[k]].push_back(k);
+    }
     return by_node[node];
   };
-  // First decide (own stays as it came: early symptoms look at their node's others), then move.
+  // First decide (the symptoms stay as they came: early ones look at their node's others), then
+  // move each once into its place.
   std::vector<Kept> kept;
-  kept.reserve(own.size());
-  for (size_t i = 0; i < own.size(); ++i) {
-    Kept k{i, own[i].role, nvswitchOf(own[i].node), false, {}, {}};
-    const Symptom* s = &own[i];
+  std::vector<Extra> extras;
+  kept.reserve(own);
+  for (size_t i = 0; i < own; ++i) {
+    Kept k;
+    k.index = static_cast<uint32_t>(i);
+    k.node = node_of[i];
+    k.eff = symptoms[i].role;
+    k.nvswitch = nodes[k.node].nvswitch;
+    const Symptom* s = &symptoms[i];
     if (s->field(kRequiresNodeFact) == "nvswitch") {
       Item it;
       it.s = *s;
       it.eff = k.eff;
       it.nvswitch = k.nvswitch;
       k.eff = judgeByNvswitch(it);
-      k.because = std::move(it.because);
-      k.judged = std::move(it.s);
-      s = &*k.judged;
+      k.extra = static_cast<int32_t>(extras.size());
+      extras.push_back({std::move(it.because), std::move(it.s)});
+      s = &*extras.back().judged;
     }
     if (!inWindow(*s, job, o, k.eff)) {
       const RelationContext ctx{k.eff, k.nvswitch};
       const Relation* r = job.start_ns != 0 && s->last_ns < job.start_ns && namedByPersists(*s, ctx, relations)
-                              ? persisting(*s, ctx, own, nodeList(s->node), job, relations)
+                              ? persisting(*s, ctx, symptoms, nodeList(k.node), job, relations)
                               : nullptr;
       if (!r) continue;
-      k.because = fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
+      if (k.extra < 0) {
+        k.extra = static_cast<int32_t>(extras.size());
+        extras.emplace_back();
+      }
+      extras[k.extra].because =
+          fmt::format("from before the job, and nothing on the node ended it since {}", tag("causality", r->id));
       k.background = true;
     }
-    kept.push_back(std::move(k));
+    k.untimed = !s->time_known;
+    k.time = s->time_known ? s->first_ns : 0;
+    k.severity = s->severity;
+    k.node_rank = nodes[k.node].rank;
+    kept.push_back(k);
   }
-  auto symptomOf = [&](size_t i) -> const Symptom& { return kept[i].judged ? *kept[i].judged : own[kept[i].index]; };
-  std::vector<size_t> order(kept.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return earlierSymptom(symptomOf(a), symptomOf(b)); });
+  // earlier() on numbers: untimed last, time, severity (higher first), node (by name), then rule;
+  // equal ones keep their order.
+  auto ruleOf = [&](const Kept& k) -> const std::string& {
+    return k.extra >= 0 && extras[k.extra].judged ? extras[k.extra].judged->rule_id : symptoms[k.index].rule_id;
+  };
+  std::sort(kept.begin(), kept.end(), [&](const Kept& a, const Kept& b) {
+    if (a.untimed != b.untimed) return b.untimed;
+    if (a.time != b.time) return a.time < b.time;
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.node_rank != b.node_rank) return a.node_rank < b.node_rank;
+    if (int c = ruleOf(a).compare(ruleOf(b)); c != 0) return c < 0;
+    return a.index < b.index;
+  });
   std::vector<Item> items;
   items.reserve(kept.size());
-  for (size_t i : order) {
-    Kept& k = kept[i];
+  for (const Kept& k : kept) {
     Item& it = items.emplace_back();
-    it.s = k.judged ? std::move(*k.judged) : std::move(own[k.index]);
+    Extra* x = k.extra >= 0 ? &extras[k.extra] : nullptr;
+    it.s = x && x->judged ? std::move(*x->judged) : std::move(symptoms[k.index]);
     it.eff = k.eff;
     it.nvswitch = k.nvswitch;
     it.background = k.background;
-    it.because = std::move(k.because);
+    if (x) it.because = std::move(x->because);
   }
   // Synthetic roots come after the symptoms they tie with (as in one stable sort of both).
   auto missing = missingGpus(job, o);

@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "aggregator/store/sqlite.h"
+#include "aggregator/store/db.h"
 #include "common/job.h"
 
 namespace faultline::aggregator {
@@ -61,21 +61,37 @@ json parsedOr(const std::string& text, json fallback) {
 
 std::string dayOf(int64_t ns) { return common::formatTimeNs(ns).substr(0, 10); }
 
+// The reader's SQL is written for SQLite; PostgreSQL keeps a connection's temp tables in pg_temp,
+// has no INDEXED BY or WITHOUT ROWID, and its LIKE is case-sensitive (SQLite's is not, for ASCII).
+std::string dialect(const sql::Db& db, std::string q) {
+  if (!db.postgres()) return q;
+  auto replace = [&](std::string_view from, std::string_view to) {
+    for (size_t p = q.find(from); p != std::string::npos; p = q.find(from, p + to.size())) q.replace(p, from.size(), to);
+  };
+  replace("temp.", "pg_temp.");
+  replace("CREATE INDEX pg_temp.ui_blamed_by_job ON ui_blamed", "CREATE INDEX ui_blamed_by_job ON pg_temp.ui_blamed");
+  replace(" WITHOUT ROWID", "");
+  replace("INDEXED BY verdicts_latest ", "");
+  replace(" LIKE ", " ILIKE ");
+  return q;
+}
+
 }  // namespace
 
 UiReader::UiReader(std::unique_ptr<sql::Db> db, size_t scan_above) : db_(std::move(db)), scan_above_(scan_above) {}
 UiReader::~UiReader() = default;
 
 std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* error, size_t scan_above) {
-  auto db = sql::Db::open(path, true, error);
+  // PostgreSQL: a read-only session could not create its temp tables; nothing but them is written.
+  auto db = sql::Db::open(path, !sql::isPostgresUrl(path), error);
   if (!db) return nullptr;
   // The cache lives in this connection's own temp schema, in memory: the store's file is never
   // written through it.
-  if (!db->exec("PRAGMA busy_timeout = 2000; PRAGMA temp_store = MEMORY; "
-                "CREATE TEMP TABLE ui_latest(job_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
-                "sub_domain TEXT NOT NULL, rule TEXT, summary TEXT, responsible TEXT NOT NULL) WITHOUT ROWID; "
-                "CREATE TEMP TABLE ui_blamed(node TEXT NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY(node, job_id)) "
-                "WITHOUT ROWID; CREATE INDEX temp.ui_blamed_by_job ON ui_blamed(job_id)",
+  if ((!db->postgres() && !db->exec("PRAGMA busy_timeout = 2000; PRAGMA temp_store = MEMORY", error)) ||
+      !db->exec(dialect(*db, "CREATE TEMP TABLE ui_latest(job_id TEXT PRIMARY KEY, revision INTEGER NOT NULL, "
+                             "sub_domain TEXT NOT NULL, rule TEXT, summary TEXT, responsible TEXT NOT NULL) WITHOUT "
+                             "ROWID; CREATE TEMP TABLE ui_blamed(node TEXT NOT NULL, job_id TEXT NOT NULL, PRIMARY "
+                             "KEY(node, job_id)) WITHOUT ROWID; CREATE INDEX temp.ui_blamed_by_job ON ui_blamed(job_id)"),
                 error))
     return nullptr;
   return std::unique_ptr<UiReader>(new UiReader(std::move(db), scan_above));
@@ -86,28 +102,33 @@ std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* e
 // their diagnosis parsed once. One snapshot of the store for the sync and the query after it.
 bool UiReader::sync(std::string* error) {
   // Nothing committed to the store since the last sync (by any other connection): up to date.
-  sql::Stmt version(db_->get(), "PRAGMA data_version");
-  if (version.step() != SQLITE_ROW) {
-    *error = "store: " + db_->errmsg();
-    return false;
+  // (PostgreSQL has no such counter: the latest revisions are compared every time.)
+  if (!db_->postgres()) {
+    sql::Stmt version(db_->get(), "PRAGMA data_version");
+    if (version.step() != sql::kRow) {
+      *error = "store: " + db_->errmsg();
+      return false;
+    }
+    if (data_version_ && version.i64(0) == *data_version_) return true;
+    data_version_ = version.i64(0);
   }
-  if (data_version_ && version.i64(0) == *data_version_) return true;
-  data_version_ = version.i64(0);
   std::unordered_map<std::string, int64_t> now;
   {
-    sql::Stmt s(db_->get(), "SELECT job_id, revision FROM verdicts INDEXED BY verdicts_latest WHERE latest = 1");
+    sql::Stmt s(db_->get(), dialect(*db_, "SELECT job_id, revision FROM verdicts INDEXED BY verdicts_latest WHERE latest = 1"));
     int rc;
-    while ((rc = s.step()) == SQLITE_ROW) now[s.text(0)] = s.i64(1);
-    if (rc != SQLITE_DONE) {
+    while ((rc = s.step()) == sql::kRow) now[s.text(0)] = s.i64(1);
+    if (rc != sql::kDone) {
       *error = "store: " + db_->errmsg();
       return false;
     }
   }
 
-  sql::Stmt put(db_->get(), "INSERT OR REPLACE INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
-  sql::Stmt drop(db_->get(), "DELETE FROM temp.ui_latest WHERE job_id = ?1");
-  sql::Stmt unblame(db_->get(), "DELETE FROM temp.ui_blamed WHERE job_id = ?1");
-  sql::Stmt blame(db_->get(), "INSERT OR IGNORE INTO temp.ui_blamed VALUES(?1, ?2)");
+  sql::Stmt put(db_->get(), dialect(*db_, "INSERT INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(job_id) "
+                                          "DO UPDATE SET revision = ?2, sub_domain = ?3, rule = ?4, summary = ?5, "
+                                          "responsible = ?6"));
+  sql::Stmt drop(db_->get(), dialect(*db_, "DELETE FROM temp.ui_latest WHERE job_id = ?1"));
+  sql::Stmt unblame(db_->get(), dialect(*db_, "DELETE FROM temp.ui_blamed WHERE job_id = ?1"));
+  sql::Stmt blame(db_->get(), dialect(*db_, "INSERT INTO temp.ui_blamed VALUES(?1, ?2) ON CONFLICT DO NOTHING"));
   for (auto it = cached_.begin(); it != cached_.end();) {
     if (now.count(it->first)) {
       ++it;
@@ -139,34 +160,34 @@ bool UiReader::sync(std::string* error) {
     for (const auto& r : parsedOr(row.text(3), json::array()))
       if (r.is_object() && r.contains("node") && r["node"].is_string()) names.push_back(r["node"]);
     put.bind(6, names.dump());
-    bool ok = put.step() == SQLITE_DONE;
+    bool ok = put.step() == sql::kDone;
     unblame.reset();
     unblame.bind(1, job);
-    ok = ok && unblame.step() == SQLITE_DONE;
+    ok = ok && unblame.step() == sql::kDone;
     for (const auto& node : names) {
       blame.reset();
       blame.bind(1, node.get<std::string>()).bind(2, job);
-      ok = ok && blame.step() == SQLITE_DONE;
+      ok = ok && blame.step() == sql::kDone;
     }
     if (!ok) *error = "ui cache: " + db_->errmsg();
     else cached_[job] = revision;
     return ok;
   };
-  constexpr const char* kFields =
-      "sub_domain, json_extract(diagnosis, '$.cause.rule_id'), json_extract(diagnosis, '$.cause.summary'), "
-      "json_extract(diagnosis, '$.responsible_nodes')";
+  const std::string kFields = fmt::format("sub_domain, {}, {}, {}", db_->jsonText("diagnosis", "cause.rule_id"),
+                                          db_->jsonText("diagnosis", "cause.summary"),
+                                          db_->jsonText("diagnosis", "responsible_nodes"));
   if (missing.size() > scan_above_) {
     // Many (the first read after a start): one pass over the table beats a lookup per job.
     sql::Stmt scan(db_->get(), std::string("SELECT ") + kFields + ", job_id, revision FROM verdicts");
     int rc;
-    while ((rc = scan.step()) == SQLITE_ROW) {
+    while ((rc = scan.step()) == sql::kRow) {
       auto it = now.find(scan.text(4));
       if (it == now.end() || it->second != scan.i64(5)) continue;  // not the latest revision
       auto c = cached_.find(it->first);
       if (c != cached_.end() && c->second == it->second) continue;
       if (!store(it->first, it->second, scan)) return false;
     }
-    if (rc != SQLITE_DONE) {
+    if (rc != sql::kDone) {
       *error = "store: " + db_->errmsg();
       return false;
     }
@@ -176,7 +197,7 @@ bool UiReader::sync(std::string* error) {
   for (const auto& [job, revision] : missing) {
     read.reset();
     read.bind(1, job).bind(2, revision);
-    if (read.step() != SQLITE_ROW) continue;  // pruned meanwhile
+    if (read.step() != sql::kRow) continue;  // pruned meanwhile
     if (!store(job, revision, read)) return false;
   }
   return true;
@@ -185,7 +206,7 @@ bool UiReader::sync(std::string* error) {
 // Every read: one transaction, so the sync and the query see the same snapshot of the store.
 template <typename F>
 auto UiReader::withSnapshot(std::string* error, F&& read) -> decltype(read()) {
-  if (!db_->exec("BEGIN", error)) return std::nullopt;
+  if (!db_->exec(db_->postgres() ? "BEGIN ISOLATION LEVEL REPEATABLE READ" : "BEGIN", error)) return std::nullopt;
   decltype(read()) out = std::nullopt;
   if (sync(error)) out = read();
   std::string ignore;
@@ -193,7 +214,7 @@ auto UiReader::withSnapshot(std::string* error, F&& read) -> decltype(read()) {
   if (!out) {  // the cache's writes were rolled back with the rest: start it over next time
     cached_.clear();
     data_version_.reset();
-    db_->exec("DELETE FROM temp.ui_latest; DELETE FROM temp.ui_blamed", &ignore);
+    db_->exec(dialect(*db_, "DELETE FROM temp.ui_latest; DELETE FROM temp.ui_blamed"), &ignore);
   }
   return out;
 }
@@ -204,9 +225,9 @@ std::optional<json> UiReader::jobs(const JobPageFilter& f, int64_t* total, std::
 
 std::optional<json> UiReader::jobsLocked(const JobPageFilter& f, int64_t* total, std::string* error) {
   {
-    sql::Stmt c(db_->get(), std::string("SELECT count(*) ") + kJobWhere);
+    sql::Stmt c(db_->get(), dialect(*db_, std::string("SELECT count(*) ") + kJobWhere));
     bindJobFilter(c, f);
-    if (!c.ok() || c.step() != SQLITE_ROW) {
+    if (!c.ok() || c.step() != sql::kRow) {
       *error = "store: " + db_->errmsg();
       return std::nullopt;
     }
@@ -214,18 +235,20 @@ std::optional<json> UiReader::jobsLocked(const JobPageFilter& f, int64_t* total,
   }
   // The page's ids first (cheap columns only), then the details of those rows alone: the JSON
   // of a diagnosis is parsed only for the rows shown.
-  sql::Stmt s(db_->get(), fmt::format(R"sql(
+  sql::Stmt s(db_->get(), dialect(*db_, fmt::format(R"sql(
 WITH page AS MATERIALIZED (
   SELECT j.job_id AS id, (CASE WHEN j.end_ns > 0 THEN j.end_ns ELSE j.start_ns END) AS t, c.revision AS rev {}
   ORDER BY t DESC, j.job_id LIMIT ?9 OFFSET ?10)
 SELECT j.job_id, j.state, j.terminal_state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.source, j.site,
   (SELECT count(*) FROM job_nodes n WHERE n.job_id = j.job_id),
   v.revision, v.status, v.reason, v.created_ns, v.sub_domain, v.missing_nodes, v.symptoms,
-  json_extract(v.diagnosis, '$.systemic'), json_extract(v.diagnosis, '$.cause.rule_id'),
-  json_extract(v.diagnosis, '$.cause.summary'), json_extract(v.diagnosis, '$.responsible_nodes')
+  {}, {}, {}, {}
 FROM page p JOIN jobs j ON j.job_id = p.id LEFT JOIN verdicts v ON v.job_id = p.id AND v.revision = p.rev
 ORDER BY p.t DESC, j.job_id)sql",
-                                      kJobWhere));
+                                                    kJobWhere, db_->jsonText("v.diagnosis", "systemic"),
+                                                    db_->jsonText("v.diagnosis", "cause.rule_id"),
+                                                    db_->jsonText("v.diagnosis", "cause.summary"),
+                                                    db_->jsonText("v.diagnosis", "responsible_nodes"))));
   bindJobFilter(s, f);
   s.bind(9, int64_t(f.limit)).bind(10, int64_t(f.offset));
   if (!s.ok()) {
@@ -234,7 +257,7 @@ ORDER BY p.t DESC, j.job_id)sql",
   }
   json out = json::array();
   int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
+  while ((rc = s.step()) == sql::kRow) {
     json row{{"job_id", s.text(0)},
              {"state", s.text(1)},
              {"terminal_state", s.text(2).empty() ? json(nullptr) : json(s.text(2))},
@@ -266,7 +289,7 @@ ORDER BY p.t DESC, j.job_id)sql",
     }
     out.push_back(std::move(row));
   }
-  if (rc != SQLITE_DONE) {
+  if (rc != sql::kDone) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
   }
@@ -281,17 +304,18 @@ std::optional<json> UiReader::dailyLocked(int64_t since_ns, int64_t now_ns, size
   // (end, sub_domain) per failed job and (end, node) per node its verdict blames.
   std::vector<std::pair<int64_t, std::string>> jobs, blamed;
   auto read = [&](const std::string& what, const std::string& join, auto* out) {
-    sql::Stmt s(db_->get(), "SELECT j.end_ns, " + what + " FROM jobs j JOIN temp.ui_latest c ON c.job_id = j.job_id" + join +
-                                " WHERE j.end_ns >= ?1 AND j.end_ns <= ?2 AND j.terminal_state NOT IN ('', 'success')");
+    sql::Stmt s(db_->get(), dialect(*db_, "SELECT j.end_ns, " + what + " FROM jobs j JOIN temp.ui_latest c ON c.job_id = "
+                                              "j.job_id" + join + " WHERE j.end_ns >= ?1 AND j.end_ns <= ?2 AND "
+                                              "j.terminal_state NOT IN ('', 'success')"));
     s.bind(1, since_ns).bind(2, now_ns);
     int rc;
-    while ((rc = s.step()) == SQLITE_ROW)
+    while ((rc = s.step()) == sql::kRow)
       if (!s.isNull(1)) out->emplace_back(s.i64(0), s.text(1));
-    if (rc == SQLITE_DONE) return true;
+    if (rc == sql::kDone) return true;
     *error = "store: " + db_->errmsg();
     return false;
   };
-  if (!read("c.sub_domain", "", &jobs) || !read("r.value", " JOIN json_each(c.responsible) r", &blamed))
+  if (!read("c.sub_domain", "", &jobs) || !read("r.value", " JOIN " + db_->jsonStrings("c.responsible", "r") + " ON true", &blamed))
     return std::nullopt;
   // Days from the first failure in the window to the last, at most kMaxDays (the newest).
   int64_t lo = 0, hi = -1;
@@ -344,13 +368,13 @@ std::optional<json> UiReader::jobNodes(int64_t since_ns, std::string* error) {
   s.bind(1, since_ns);
   std::map<std::string, json> nodes;
   int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
+  while ((rc = s.step()) == sql::kRow) {
     auto [it, fresh] = nodes.try_emplace(s.text(0));
     if (fresh)
       it->second = {{"node", s.text(0)}, {"jobs", 0}, {"last_job_id", s.text(1)}, {"last_job_time", timeOrNull(s.i64(2))}};
     it->second["jobs"] = it->second["jobs"].get<int64_t>() + 1;
   }
-  if (rc != SQLITE_DONE) {
+  if (rc != sql::kDone) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
   }

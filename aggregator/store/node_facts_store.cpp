@@ -1,7 +1,9 @@
 // The Store's per-node facts for the verdict engine (store.h): the latest inventory each agent
 // sent, and a node's record in other jobs' verdicts. Same rules as store.cpp: bound parameters
 // only, errors returned, never thrown.
-#include "aggregator/store/sqlite.h"
+#include <fmt/format.h>
+
+#include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
 
 namespace faultline::aggregator {
@@ -55,15 +57,15 @@ bool Store::putInventoryLocked(const std::string& node, const std::string& agent
          "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory) VALUES(?1,?2,?3,?4,?5) "
          "ON CONFLICT(node) DO UPDATE SET agent_id=?2, collected_ns=?3, received_ns=?4, inventory=?5");
   s.bind(1, node).bind(2, agent_id).bind(3, inv.collected_ns).bind(4, now_ns).bind(5, inventoryToJson(inv).dump());
-  return s.step() == SQLITE_DONE;
+  return s.step() == sql::kDone;
 }
 
 std::map<std::string, common::NodeInventory> Store::inventories(const std::vector<std::string>& nodes) {
   Lock lock(*this);
-  Stmt s(db_->get(), "SELECT node, inventory FROM node_inventory WHERE node IN (SELECT value FROM json_each(?1))");
+  Stmt s(db_->get(), fmt::format("SELECT node, inventory FROM node_inventory WHERE node IN {}", db_->jsonList(1)));
   s.bind(1, json(nodes).dump());
   std::map<std::string, common::NodeInventory> out;
-  while (s.step() == SQLITE_ROW) out[s.text(0)] = inventoryFromJson(json::parse(s.text(1), nullptr, false));
+  while (s.step() == sql::kRow) out[s.text(0)] = inventoryFromJson(json::parse(s.text(1), nullptr, false));
   return out;
 }
 
@@ -73,17 +75,16 @@ std::map<std::string, NodeFailures> Store::recentFailures(const std::vector<std:
   Lock lock(*this);
   // One pass over the window's jobs (jobs_by_end), each latest verdict's responsible list read
   // once, kept only for the asked nodes; a job naming a node twice (two devices) counts once.
-  Stmt s(db_->get(),
-         "SELECT DISTINCT json_extract(r.value, '$.node') AS blamed, j.job_id, j.end_ns "
-         "FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1, "
-         "json_each(v.diagnosis, '$.responsible_nodes') r "
-         "WHERE j.end_ns >= ?2 AND j.end_ns <= ?3 AND j.job_id != ?4 AND j.site = ?5 "
-         "AND j.terminal_state NOT IN ('', 'success') "
-         "AND json_extract(r.value, '$.node') IN (SELECT value FROM json_each(?1)) "
-         "ORDER BY blamed, j.end_ns DESC, j.job_id DESC");
+  const std::string blamed = db_->jsonField("r.value", "node");
+  Stmt s(db_->get(), fmt::format("SELECT DISTINCT {0} AS blamed, j.job_id, j.end_ns "
+                                 "FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1, {1} "
+                                 "WHERE j.end_ns >= ?2 AND j.end_ns <= ?3 AND j.job_id != ?4 AND j.site = ?5 "
+                                 "AND j.terminal_state NOT IN ('', 'success') AND {0} IN {2} "
+                                 "ORDER BY blamed, j.end_ns DESC, j.job_id DESC",
+                                 blamed, db_->jsonArray("v.diagnosis", "responsible_nodes", "r"), db_->jsonList(1)));
   s.bind(1, json(nodes).dump()).bind(2, since_ns).bind(3, until_ns).bind(4, exclude_job_id).bind(5, site);
   std::map<std::string, NodeFailures> out;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == sql::kRow) {
     auto& f = out[s.text(0)];
     ++f.failures;
     if (f.job_ids.size() < max_job_ids) f.job_ids.push_back(s.text(1));

@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "aggregator/store/sqlite.h"
+#include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
 #include "common/hostlist.h"
 
@@ -21,6 +21,12 @@ namespace {
 constexpr const char* kCaptureTrigger =
     "CREATE TRIGGER IF NOT EXISTS relay_capture AFTER INSERT ON verdicts BEGIN "
     "INSERT INTO relay_pending(job_id, revision) VALUES (NEW.job_id, NEW.revision); END";
+// The same in PostgreSQL: a trigger runs a function.
+constexpr const char* kCaptureTriggerPg =
+    "CREATE OR REPLACE FUNCTION faultline_relay_capture() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "INSERT INTO relay_pending(job_id, revision) VALUES (NEW.job_id, NEW.revision); RETURN NEW; END $$; "
+    "DROP TRIGGER IF EXISTS relay_capture ON verdicts; "
+    "CREATE TRIGGER relay_capture AFTER INSERT ON verdicts FOR EACH ROW EXECUTE FUNCTION faultline_relay_capture()";
 
 // Per (node, rule, device): one summary with the summed count, the whole time span and the
 // first evidence line — what the central's fleet view needs, a fraction of the bytes.
@@ -62,9 +68,9 @@ bool Store::setRelayCapture(bool on, std::string* error) {
     return false;
   }
   Stmt seeded(db_->get(), "SELECT value FROM meta WHERE key = 'relay.seeded'");
-  bool was_seeded = seeded.step() == SQLITE_ROW && seeded.i64(0) != 0;
+  bool was_seeded = seeded.step() == sql::kRow && seeded.i64(0) != 0;
   if (on) {
-    if (!db_->exec(kCaptureTrigger, error)) return false;
+    if (!db_->exec(db_->postgres() ? kCaptureTriggerPg : kCaptureTrigger, error)) return false;
     if (!was_seeded) {
       // First time on: every revision already stored goes up too (the central ignores a
       // revision it already has).
@@ -73,15 +79,22 @@ bool Store::setRelayCapture(bool on, std::string* error) {
       if (!db_->exec("INSERT INTO relay_pending(job_id, revision) SELECT job_id, revision FROM verdicts "
                      "ORDER BY created_ns, job_id, revision",
                      error) ||
-          !db_->exec("INSERT OR REPLACE INTO meta(key, value) SELECT 'relay.symptom_id', COALESCE(MAX(id), 0) "
-                     "FROM symptoms",
+          !db_->exec("INSERT INTO meta(key, value) SELECT 'relay.symptom_id', COALESCE(MAX(id), 0) "
+                     "FROM symptoms WHERE true ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                      error) ||
-          !db_->exec("INSERT OR REPLACE INTO meta(key, value) VALUES('relay.seeded', 1)", error))
+          !db_->exec("INSERT INTO meta(key, value) VALUES('relay.seeded', 1) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                     error))
         return false;
     }
   } else {
-    if (!db_->exec("DROP TRIGGER IF EXISTS relay_capture", error) || !db_->exec("DELETE FROM relay_pending", error) ||
-        !db_->exec("INSERT OR REPLACE INTO meta(key, value) VALUES('relay.seeded', 0)", error))
+    if (!db_->exec(db_->postgres() ? "DROP TRIGGER IF EXISTS relay_capture ON verdicts"
+                                   : "DROP TRIGGER IF EXISTS relay_capture",
+                   error) ||
+        !db_->exec("DELETE FROM relay_pending", error) ||
+        !db_->exec("INSERT INTO meta(key, value) VALUES('relay.seeded', 0) "
+                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                   error))
       return false;
   }
   return tx.commit(error);
@@ -98,12 +111,12 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
   auto meta = [&](const char* key, int64_t fallback) {
     Stmt m(db_->get(), "SELECT value FROM meta WHERE key = ?");
     m.bind(1, key);
-    return m.step() == SQLITE_ROW ? m.i64(0) : fallback;
+    return m.step() == sql::kRow ? m.i64(0) : fallback;
   };
   auto setMeta = [&](const char* key, int64_t value) {
-    Stmt m(db_->get(), "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
+    Stmt m(db_->get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
     m.bind(1, key).bind(2, value);
-    return m.step() == SQLITE_DONE;
+    return m.step() == sql::kDone;
   };
   common::RelayBatchData b;
   b.site_id = o.site_id;
@@ -122,7 +135,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
            "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
     s.bind(1, int64_t(o.max_items));
     size_t verdict_bytes = 0;
-    while (s.step() == SQLITE_ROW) {
+    while (s.step() == sql::kRow) {
       // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)
       // go a few per batch.
       if (!b.verdicts.empty() && verdict_bytes + s.text(6).size() > o.max_verdict_bytes) {
@@ -156,7 +169,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     if (b.verdicts.size() == o.max_items) r.more = true;
     if (!r.more) {
       Stmt all(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM relay_pending");
-      if (all.step() == SQLITE_ROW) last_pending = all.i64(0);
+      if (all.step() == sql::kRow) last_pending = all.i64(0);
     }
   }
   int64_t event_mark = meta("relay.event_id", 0);
@@ -164,7 +177,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     Stmt s(db_->get(),
            "SELECT id, node, time_ns, kind, detail, job_id FROM node_events WHERE id > ? ORDER BY id LIMIT ?");
     s.bind(1, event_mark).bind(2, int64_t(o.max_items));
-    while (s.step() == SQLITE_ROW) {
+    while (s.step() == sql::kRow) {
       event_mark = s.i64(0);
       b.node_events.push_back({s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5)});
       max_severity = std::max(max_severity, common::Severity::kWarning);
@@ -175,7 +188,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
   if (symptom_mark < 0) {
     // Summaries start with what arrives after the relay was first switched on.
     Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-    symptom_mark = m.step() == SQLITE_ROW ? m.i64(0) : 0;
+    symptom_mark = m.step() == sql::kRow ? m.i64(0) : 0;
     if (!setMeta("relay.symptom_id", symptom_mark)) {
       *error = "store: " + db_->errmsg();
       return std::nullopt;
@@ -185,7 +198,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     Stmt s(db_->get(), "SELECT id, payload FROM symptoms WHERE id > ? ORDER BY id LIMIT ?");
     s.bind(1, symptom_mark).bind(2, int64_t(o.max_items * 20));
     std::vector<common::Symptom> raw;
-    while (s.step() == SQLITE_ROW) {
+    while (s.step() == sql::kRow) {
       symptom_mark = s.i64(0);
       json j = json::parse(s.text(1), nullptr, false);
       if (j.is_object()) raw.push_back(symptomFromJson(j));
@@ -195,7 +208,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     for (const auto& sy : b.symptoms) max_severity = std::max(max_severity, std::min(sy.severity, common::Severity::kError));
   } else {
     Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-    if (m.step() == SQLITE_ROW) symptom_mark = m.i64(0);
+    if (m.step() == sql::kRow) symptom_mark = m.i64(0);
   }
 
   auto fail = [&]() -> std::optional<RelayCollectResult> {
@@ -205,7 +218,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
   if (last_pending > 0) {
     Stmt d(db_->get(), "DELETE FROM relay_pending WHERE id <= ?");
     d.bind(1, last_pending);
-    if (d.step() != SQLITE_DONE) return fail();
+    if (d.step() != sql::kDone) return fail();
   }
   if (!setMeta("relay.event_id", event_mark) || !setMeta("relay.symptom_id", symptom_mark)) return fail();
   if (b.items() > 0) {
@@ -214,7 +227,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     Stmt ins(db_->get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
     ins.bind(1, b.sequence).bind(2, now).bind(3, int64_t(max_severity)).bind(4, int64_t(b.items()));
     ins.bindBlob(5, payload);
-    if (ins.step() != SQLITE_DONE || !setMeta("relay.next_seq", int64_t(b.sequence + 1))) return fail();
+    if (ins.step() != sql::kDone || !setMeta("relay.next_seq", int64_t(b.sequence + 1))) return fail();
     r.sequence = b.sequence;
     r.verdicts = b.verdicts.size();
     r.node_events = b.node_events.size();
@@ -222,11 +235,11 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     r.bytes = payload.size();
     // The bound: whole batches go, least severe first, oldest first within a severity.
     Stmt total(db_->get(), "SELECT COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
-    int64_t bytes = total.step() == SQLITE_ROW ? total.i64(0) : 0;
+    int64_t bytes = total.step() == sql::kRow ? total.i64(0) : 0;
     if (bytes > int64_t(o.max_outbox_bytes)) {
       Stmt victims(db_->get(), "SELECT seq, items, length(payload) FROM relay_outbox ORDER BY max_severity, seq");
       std::vector<std::pair<int64_t, int64_t>> drop;
-      while (bytes > int64_t(o.max_outbox_bytes) && victims.step() == SQLITE_ROW) {
+      while (bytes > int64_t(o.max_outbox_bytes) && victims.step() == sql::kRow) {
         drop.push_back({victims.i64(0), victims.i64(1)});
         bytes -= victims.i64(2);
       }
@@ -252,7 +265,7 @@ std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity
                                    "ORDER BY max_severity DESC, seq ASC"
                                  : "SELECT seq, max_severity, items, payload FROM relay_outbox ORDER BY seq ASC");
   std::vector<RelayOutboxBatch> out;
-  while (out.size() < limit && s.step() == SQLITE_ROW) {
+  while (out.size() < limit && s.step() == sql::kRow) {
     auto seq = static_cast<uint64_t>(s.i64(0));
     if (std::find(exclude.begin(), exclude.end(), seq) != exclude.end()) continue;
     out.push_back({seq, static_cast<int>(s.i64(1)), static_cast<uint32_t>(s.i64(2)), s.text(3)});
@@ -264,19 +277,19 @@ bool Store::relayAck(uint64_t sequence) {
   Lock lock(*this);
   Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
   d.bind(1, sequence);
-  return d.step() == SQLITE_DONE;
+  return d.step() == sql::kDone;
 }
 
 RelayOutboxStats Store::relayOutboxStats() {
   Lock lock(*this);
   RelayOutboxStats st;
   Stmt s(db_->get(), "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
-  if (s.step() == SQLITE_ROW) {
+  if (s.step() == sql::kRow) {
     st.batches = static_cast<uint64_t>(s.i64(0));
     st.bytes = static_cast<uint64_t>(s.i64(1));
   }
   Stmt m(db_->get(), "SELECT key, value FROM meta WHERE key LIKE 'relay.%'");
-  while (m.step() == SQLITE_ROW) {
+  while (m.step() == sql::kRow) {
     std::string k = m.text(0);
     auto v = static_cast<uint64_t>(m.i64(1));
     if (k == "relay.dropped_batches") st.dropped_batches = v;
@@ -312,9 +325,10 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
   if (!tx.began()) return reject("store: " + db_->errmsg());
   {
     Stmt key(db_->get(),
-             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,'',?,?,?)");
+             "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,'',?,?,?) "
+             "ON CONFLICT DO NOTHING");
     key.bind(1, sender).bind(2, b.sequence).bind(3, now).bind(4, int64_t(b.items()));
-    if (key.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (key.step() != sql::kDone) return reject("store: " + db_->errmsg());
     if (db_->changes() == 0) {
       r.status = IngestResult::Status::kDuplicate;
       return r;
@@ -331,11 +345,11 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
              "nodelist=?7, time_limit_sec=?8, source='relay', updated_ns=?9, site=?10");
     job.bind(1, id).bind(2, v.state).bind(3, terminal).bind(4, v.exit_code).bind(5, v.start_ns).bind(6, v.end_ns);
     job.bind(7, v.nodelist).bind(8, v.time_limit_sec).bind(9, now).bind(10, b.site_id);
-    if (job.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (job.step() != sql::kDone) return reject("store: " + db_->errmsg());
     if (auto hosts = common::expandHostlist(v.nodelist, nullptr, 100000)) {
       Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
       del.bind(1, id).step();
-      Stmt ins(db_->get(), "INSERT OR IGNORE INTO job_nodes(node, job_id, position) VALUES(?,?,?)");
+      Stmt ins(db_->get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
       for (size_t k = 0; k < hosts->size(); ++k) {
         ins.reset();
         ins.bind(1, (*hosts)[k]).bind(2, id).bind(3, int64_t(k)).step();
@@ -343,23 +357,25 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
     }
     // The site's revision number is kept; a revision already here (a re-seeded queue) is ignored.
     Stmt ins(db_->get(),
-             "INSERT OR IGNORE INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
-             "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0)");
+             "INSERT INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
+             "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0) ON CONFLICT DO NOTHING");
     ins.bind(1, id).bind(2, int64_t(v.revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
     ins.bind(6, common::subDomainName(diagnoses[i].sub_domain)).bind(7, int64_t(v.symptoms));
     ins.bind(8, json(v.missing_nodes).dump()).bind(9, v.diagnosis_json);
-    if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (ins.step() != sql::kDone) return reject("store: " + db_->errmsg());
     Stmt latest(db_->get(),
-                "UPDATE verdicts SET latest = (revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1)) "
+                "UPDATE verdicts SET latest = CASE WHEN revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1) "
+                "THEN 1 ELSE 0 END "
                 "WHERE job_id = ?1");
     latest.bind(1, id);
-    if (latest.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (latest.step() != sql::kDone) return reject("store: " + db_->errmsg());
   }
   for (const auto& e : b.node_events) addNodeEventLocked({e.node, e.time_ns, e.kind, e.detail, central(e.job_id)});
   if (!b.symptoms.empty()) {
     Stmt ins(db_->get(),
              "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
-             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?,?)");
+             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?,?) "
+             "RETURNING id");
     std::map<std::string, int64_t> per_node;
     for (const auto& s : b.symptoms) {
       ins.reset();
@@ -368,16 +384,17 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
       ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
       ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
       ins.bind(14, symptomToJson(s).dump());
-      if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
-      r.last_symptom_id = db_->lastRowid();
+      if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
+      r.last_symptom_id = ins.i64(0);
+      ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
       ++per_node[s.node];
     }
     for (const auto& [node, n] : per_node) {
       Stmt up(db_->get(),
               "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, symptoms) VALUES(?1,?2,?3,?3,?4) "
-              "ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, symptoms=symptoms+?4");
+              "ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, symptoms=nodes.symptoms+?4");
       up.bind(1, node).bind(2, sender).bind(3, now).bind(4, n);
-      if (up.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+      if (up.step() != sql::kDone) return reject("store: " + db_->errmsg());
     }
   }
   {
@@ -385,11 +402,11 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
     Stmt a(db_->get(),
            "INSERT INTO agents(agent_id, hostname, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
            "last_batch_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,1,?5) ON CONFLICT(agent_id) DO UPDATE SET "
-           "agent_version=?2, ruleset_version=?3, last_seen_ns=?4, last_batch_ns=?4, batches=batches+1, "
-           "symptoms=symptoms+?5");
+           "agent_version=?2, ruleset_version=?3, last_seen_ns=?4, last_batch_ns=?4, batches=agents.batches+1, "
+           "symptoms=agents.symptoms+?5");
     a.bind(1, sender).bind(2, b.aggregator_version).bind(3, b.ruleset_version).bind(4, now);
     a.bind(5, int64_t(b.symptoms.size()));
-    if (a.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (a.step() != sql::kDone) return reject("store: " + db_->errmsg());
   }
   std::string err;
   if (!tx.commit(&err)) return reject("store: " + err);

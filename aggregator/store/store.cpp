@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "aggregator/store/migrations.h"
-#include "aggregator/store/sqlite.h"
+#include "aggregator/store/db.h"
 #include "common/hostlist.h"
 
 namespace faultline::aggregator {
@@ -383,7 +383,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
                                    std::string* error) {
   auto db = sql::Db::open(path, options.read_only, error);
   if (!db) return nullptr;
-  sqlite3_busy_timeout(db->get(), options.busy_timeout_ms);
+  db->setBusyTimeout(options.busy_timeout_ms);
   std::string why;
   std::unique_ptr<Store> store(new Store(std::move(db), clock));
   if (options.read_only) {
@@ -394,21 +394,34 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
     }
     return store;
   }
-  if (!store->db_->exec("PRAGMA journal_mode=WAL", &why) ||
-      !store->db_->exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", &why) ||
-      !store->db_->exec("PRAGMA foreign_keys=ON", &why) || !store->migrate(&why)) {
-    *error = path + ": " + why;
+  bool pg = store->db_->postgres();
+  // PostgreSQL: commits are durable (synchronous_commit is the server's setting).
+  if ((!pg && (!store->db_->exec("PRAGMA journal_mode=WAL", &why) ||
+               !store->db_->exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                                 &why) ||
+               !store->db_->exec("PRAGMA foreign_keys=ON", &why))) ||
+      !store->migrate(&why)) {
+    *error = sql::redactUrl(path) + ": " + why;
     return nullptr;
   }
   return store;
 }
 
 int Store::schemaVersion() {
+  if (db_->postgres()) {
+    // A table the first migration creates; none yet = version 0.
+    Stmt t(db_->get(), "SELECT to_regclass('faultline_schema') IS NOT NULL");
+    if (t.step() != sql::kRow) return -1;
+    if (t.i64(0) == 0) return 0;
+    Stmt v(db_->get(), "SELECT COALESCE(MAX(version), 0) FROM faultline_schema");
+    return v.step() == sql::kRow ? static_cast<int>(v.i64(0)) : -1;
+  }
   Stmt v(db_->get(), "PRAGMA user_version");
-  return v.ok() && v.step() == SQLITE_ROW ? static_cast<int>(v.i64(0)) : -1;
+  return v.ok() && v.step() == sql::kRow ? static_cast<int>(v.i64(0)) : -1;
 }
 
 bool Store::migrate(std::string* error) {
+  if (db_->postgres()) return migratePostgres(error);
   int version = schemaVersion();
   if (version < 0) {
     *error = db_->errmsg();
@@ -427,6 +440,35 @@ bool Store::migrate(std::string* error) {
     }
   }
   return true;
+}
+
+// The same migrations, in PostgreSQL's types (Db::ddl), each in a transaction under an advisory
+// lock: replicas started together migrate once, the others wait and find it done.
+bool Store::migratePostgres(std::string* error) {
+  sql::Transaction tx(*db_);
+  if (!tx.began() || !db_->exec("SELECT pg_advisory_xact_lock(7146601)", error) ||
+      !db_->exec("CREATE TABLE IF NOT EXISTS faultline_schema(version INTEGER NOT NULL, applied_ns BIGINT NOT NULL)",
+                 error))
+    return false;
+  int version = schemaVersion();
+  if (version < 0) {
+    *error = db_->errmsg();
+    return false;
+  }
+  if (version > latestSchemaVersion()) {
+    *error = fmt::format("schema version {} is newer than this aggregator ({})", version, latestSchemaVersion());
+    return false;
+  }
+  for (int i = version; i < latestSchemaVersion(); ++i) {
+    Stmt mark(db_->get(), "INSERT INTO faultline_schema(version, applied_ns) VALUES(?, ?)");
+    mark.bind(1, int64_t(i + 1)).bind(2, clock_.nowNs());
+    if (!db_->exec(db_->ddl(kStoreMigrations[i]), error) || mark.step() != sql::kDone) {
+      if (error->empty()) *error = db_->errmsg();
+      *error = fmt::format("migration {}: {}", i + 1, *error);
+      return false;
+    }
+  }
+  return tx.commit(error);
 }
 
 void Store::addNodeEventLocked(const NodeEvent& e) {
@@ -477,10 +519,10 @@ bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t no
                       "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, "
                       "last_seen_ns, last_batch_ns, batches, symptoms) VALUES(?1,?2,?3,?4,?5,?6,?6,?6,1,?7) "
                       "ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, agent_version=?4, ruleset_version=?5, "
-                      "last_seen_ns=?6, last_batch_ns=?6, batches=batches+1, symptoms=symptoms+?7");
+                      "last_seen_ns=?6, last_batch_ns=?6, batches=agents.batches+1, symptoms=agents.symptoms+?7");
     a.bind(1, h.agent_id).bind(2, h.hostname).bind(3, h.boot_id).bind(4, h.agent_version);
     a.bind(5, h.ruleset_version).bind(6, now).bind(7, int64_t(batch.symptoms.size()));
-    if (a.step() != SQLITE_DONE) return false;
+    if (a.step() != sql::kDone) return false;
   }
   {
     bool known = false;
@@ -489,7 +531,7 @@ bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t no
       std::optional<Stmt> st;
       auto& prev = prepare(st, "SELECT boot_id FROM nodes WHERE hostname = ?");
       prev.bind(1, h.hostname);
-      known = prev.step() == SQLITE_ROW;
+      known = prev.step() == sql::kRow;
       if (known) old_boot = prev.text(0);
     }
     if (!known) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
@@ -499,9 +541,9 @@ bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t no
     auto& n = prepare(st,
                       "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms) "
                       "VALUES(?1,?2,?3,?4,?4,?5) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
-                      "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, symptoms=symptoms+?5");
+                      "boot_id=CASE WHEN ?3 = '' THEN nodes.boot_id ELSE ?3 END, last_seen_ns=?4, symptoms=nodes.symptoms+?5");
     n.bind(1, h.hostname).bind(2, h.agent_id).bind(3, h.boot_id).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
-    if (n.step() != SQLITE_DONE) return false;
+    if (n.step() != sql::kDone) return false;
   }
   for (const auto& c : batch.sources) {
     std::optional<Stmt> st;
@@ -528,13 +570,14 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
   {
     Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
     owner.bind(1, h.hostname);
-    if (owner.step() == SQLITE_ROW && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
+    if (owner.step() == sql::kRow && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
   }
   {
     Stmt key(db_->get(),
-             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?)");
+             "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?) "
+             "ON CONFLICT DO NOTHING");
     key.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
-    if (key.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
+    if (key.step() != sql::kDone) return reject("store: " + db_->errmsg());
     if (db_->changes() == 0) {
       r.status = IngestResult::Status::kDuplicate;
       return r;  // the transaction rolls back; nothing else to write
@@ -542,7 +585,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
   }
   Stmt ins(db_->get(),
            "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
-           "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
   for (const auto& s : batch.symptoms) {
     ins.reset();
     ins.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, s.node).bind(5, s.rule_id);
@@ -550,8 +593,9 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     ins.bind(8, common::severityName(s.severity)).bind(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
     ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
     ins.bind(15, symptomToJson(s).dump());
-    if (ins.step() != SQLITE_DONE) return reject("store: " + db_->errmsg());
-    r.last_symptom_id = db_->lastRowid();
+    if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
+    r.last_symptom_id = ins.i64(0);
+    ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
   }
   if (!recordSenderLocked(batch, now, false)) return reject("store: " + db_->errmsg());
   std::string err;
@@ -587,14 +631,15 @@ IngestResult Store::ingestBatchGrouped(const common::SymptomBatchData& batch, st
     Stmt owner(*db_, "SELECT agent_id FROM agents WHERE hostname = ?");
     owner.bind(1, h.hostname);
     int rc = owner.step();
-    if (rc == SQLITE_ROW && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(db_->errmsg());
+    if (rc == sql::kRow && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
+    if (rc != sql::kRow && rc != sql::kDone) return fail(db_->errmsg());
   }
   {
     Stmt key(*db_,
-             "INSERT OR IGNORE INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?)");
+             "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?) "
+             "ON CONFLICT DO NOTHING");
     key.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
-    if (key.step() != SQLITE_DONE) return fail(db_->errmsg());
+    if (key.step() != sql::kDone) return fail(db_->errmsg());
     if (db_->changes() == 0) {
       r.status = IngestResult::Status::kDuplicate;
       return r;  // nothing written
@@ -603,7 +648,7 @@ IngestResult Store::ingestBatchGrouped(const common::SymptomBatchData& batch, st
   {
     Stmt ins(*db_,
              "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
-             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
     std::string payload;
     for (const auto& s : batch.symptoms) {
       // Bound without copies: everything outlives the step, and the reset above came first.
@@ -614,8 +659,9 @@ IngestResult Store::ingestBatchGrouped(const common::SymptomBatchData& batch, st
       ins.bindRef(8, common::severityName(s.severity)).bindRef(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
       ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
       ins.bindRef(15, payload);
-      if (ins.step() != SQLITE_DONE) return fail(db_->errmsg());
-      r.last_symptom_id = db_->lastRowid();
+      if (ins.step() != sql::kRow) return fail(db_->errmsg());
+      r.last_symptom_id = ins.i64(0);
+      ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
     }
   }
   if (!recordSenderLocked(batch, now, true)) return fail(db_->errmsg());
@@ -647,7 +693,7 @@ bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authentica
   {
     Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
     owner.bind(1, hb.hostname);
-    if (owner.step() == SQLITE_ROW && owner.text(0) != hb.agent_id) {
+    if (owner.step() == sql::kRow && owner.text(0) != hb.agent_id) {
       *reason = "hostname bound to another agent";
       return false;
     }
@@ -656,18 +702,18 @@ bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authentica
          "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
          "last_heartbeat_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, next_sequence) "
          "VALUES(?1,?2,?3,?4,?5,?6,?6,?6,?7,?8,?9,?10,?11,?12) ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, "
-         "agent_version=?4, ruleset_version=?5, last_seen_ns=?6, last_heartbeat_ns=?6, reported_ns=MAX(reported_ns, ?7), "
+         "agent_version=?4, ruleset_version=?5, last_seen_ns=?6, last_heartbeat_ns=?6, reported_ns=CASE WHEN agents.reported_ns > ?7 THEN agents.reported_ns ELSE ?7 END, "
          "started_ns=?8, spool_batches=?9, spool_bytes=?10, dropped_symptoms=?11, next_sequence=?12");
   a.bind(1, hb.agent_id).bind(2, hb.hostname).bind(3, hb.boot_id).bind(4, hb.agent_version);
   a.bind(5, hb.ruleset_version).bind(6, now).bind(7, hb.created_ns).bind(8, hb.started_ns);
   a.bind(9, hb.spool_batches).bind(10, hb.spool_bytes).bind(11, hb.dropped_symptoms).bind(12, hb.next_sequence);
-  if (a.step() != SQLITE_DONE) {
+  if (a.step() != sql::kDone) {
     *reason = "store: " + db_->errmsg();
     return false;
   }
   Stmt prev(db_->get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
   prev.bind(1, hb.hostname);
-  bool known = prev.step() == SQLITE_ROW;
+  bool known = prev.step() == sql::kRow;
   std::string old_boot = known ? prev.text(0) : "";
   if (!known) addNodeEventLocked({hb.hostname, now, "agent_seen", "agent " + hb.agent_id, ""});
   else if (!hb.boot_id.empty() && !old_boot.empty() && old_boot != hb.boot_id)
@@ -676,18 +722,18 @@ bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authentica
   Stmt n(db_->get(),
          "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, "
          "spool_batches) VALUES(?1,?2,?3,?4,?4,?4,?5,?6) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
-         "boot_id=CASE WHEN ?3 = '' THEN boot_id ELSE ?3 END, last_seen_ns=?4, last_heartbeat_ns=?4, "
-         "reported_ns=CASE WHEN ?6 = 0 THEN MAX(reported_ns, ?5) ELSE reported_ns END, spool_batches=?6");
+         "boot_id=CASE WHEN ?3 = '' THEN nodes.boot_id ELSE ?3 END, last_seen_ns=?4, last_heartbeat_ns=?4, "
+         "reported_ns=CASE WHEN ?6 = 0 AND ?5 > nodes.reported_ns THEN ?5 ELSE nodes.reported_ns END, spool_batches=?6");
   n.bind(1, hb.hostname).bind(2, hb.agent_id).bind(3, hb.boot_id).bind(4, now).bind(5, hb.created_ns);
   n.bind(6, hb.spool_batches);
-  if (n.step() != SQLITE_DONE) {
+  if (n.step() != sql::kDone) {
     *reason = "store: " + db_->errmsg();
     return false;
   }
   for (const auto& src : hb.sources) {
     Stmt old(db_->get(), "SELECT status FROM source_status WHERE node = ? AND source = ?");
     old.bind(1, hb.hostname).bind(2, src.source);
-    std::string old_status = old.step() == SQLITE_ROW ? old.text(0) : "";
+    std::string old_status = old.step() == sql::kRow ? old.text(0) : "";
     if (old_status != src.status && !(old_status.empty() && src.status == "ok"))
       addNodeEventLocked({hb.hostname, now, "source",
                           src.source + ": " + src.status + (src.reason.empty() ? "" : " (" + src.reason + ")"), ""});
@@ -718,7 +764,7 @@ constexpr const char* kJobColumns =
     "job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, ntasks_per_node, "
     "source, updated_ns, end_recorded_ns, site";
 
-JobRow jobFromRow(Stmt& s, sqlite3* db) {
+JobRow jobFromRow(Stmt& s, sql::Db* db) {
   JobRow j;
   j.info.job_id = s.text(0);
   j.info.state = s.text(1);
@@ -735,7 +781,7 @@ JobRow jobFromRow(Stmt& s, sqlite3* db) {
   j.site = s.text(12);
   Stmt n(db, "SELECT node FROM job_nodes WHERE job_id = ? ORDER BY position");
   n.bind(1, j.info.job_id);
-  while (n.step() == SQLITE_ROW) j.info.nodes.push_back(n.text(0));
+  while (n.step() == sql::kRow) j.info.nodes.push_back(n.text(0));
   common::deriveRanks(j.info);
   return j;
 }
@@ -745,7 +791,7 @@ JobRow jobFromRow(Stmt& s, sqlite3* db) {
 std::optional<JobRow> Store::jobLocked(const std::string& job_id) {
   Stmt s(db_->get(), fmt::format("SELECT {} FROM jobs WHERE job_id = ?", kJobColumns));
   s.bind(1, job_id);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != sql::kRow) return std::nullopt;
   return jobFromRow(s, db_->get());
 }
 
@@ -815,14 +861,14 @@ std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
   s.bind(1, row.info.job_id).bind(2, row.info.state).bind(3, row.terminal_state).bind(4, row.info.exit_code);
   s.bind(5, row.info.start_ns).bind(6, row.info.end_ns).bind(7, row.nodelist).bind(8, row.info.time_limit_sec);
   s.bind(9, int64_t(row.info.ntasks_per_node)).bind(10, row.source).bind(11, now).bind(12, row.end_recorded_ns);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != sql::kDone) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
   }
   if (!nodes.empty()) {
     Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
     del.bind(1, u.job_id).step();
-    Stmt ins(db_->get(), "INSERT OR IGNORE INTO job_nodes(node, job_id, position) VALUES(?,?,?)");
+    Stmt ins(db_->get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
     for (size_t i = 0; i < nodes.size(); ++i) {
       ins.reset();
       ins.bind(1, nodes[i]).bind(2, u.job_id).bind(3, int64_t(i)).step();
@@ -853,7 +899,7 @@ std::vector<JobRow> Store::jobs(const JobFilter& f) {
              kJobColumns));
   s.bind(1, f.since_ns).bind(2, f.state).bind(3, f.sub_domain).bind(4, f.node).bind(5, int64_t(f.limit));
   std::vector<JobRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(jobFromRow(s, db_->get()));
+  while (s.step() == sql::kRow) out.push_back(jobFromRow(s, db_->get()));
   return out;
 }
 
@@ -865,7 +911,7 @@ std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
                                  kJobColumns));
   s.bind(1, int64_t(limit));
   std::vector<JobRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(jobFromRow(s, db_->get()));
+  while (s.step() == sql::kRow) out.push_back(jobFromRow(s, db_->get()));
   return out;
 }
 
@@ -878,7 +924,7 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
          "AND (j.start_ns > 0 OR j.end_ns > 0) AND j.site = '' ORDER BY j.start_ns, j.job_id");
   s.bind(1, node).bind(2, from_ns).bind(3, to_ns).bind(4, pre_ns).bind(5, post_ns);
   std::vector<std::string> out;
-  while (s.step() == SQLITE_ROW) out.push_back(s.text(0));
+  while (s.step() == sql::kRow) out.push_back(s.text(0));
   return out;
 }
 
@@ -887,14 +933,14 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
 std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                       int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
   Lock lock(*this);
-  Stmt s(db_->get(),
-         "SELECT id, payload FROM symptoms WHERE node IN (SELECT value FROM json_each(?1)) AND "
-         "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
-         "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node, id");
+  Stmt s(db_->get(), fmt::format("SELECT id, payload FROM symptoms WHERE node IN {} AND "
+                                 "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
+                                 "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node, id",
+                                 db_->jsonList(1)));
   s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
   std::vector<common::Symptom> out;
   int64_t hi = 0;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == sql::kRow) {
     hi = std::max(hi, s.i64(0));
     out.push_back(symptomFromPayload(s.view(1)));
   }
@@ -909,13 +955,22 @@ bool Store::putJobOutput(const JobOutput& o, std::string* error) {
   json symptoms = json::array();
   for (const auto& x : o.symptoms) symptoms.push_back(symptomToJson(x));
   Lock lock(*this);
-  Stmt s(db_->get(),
-         "INSERT OR REPLACE INTO job_outputs(job_id, source, received_ns, coverage, symptoms) VALUES(?,?,?,?,?)");
+  // A repeated upload replaces the row with a new one: its id only grows (the verdict engine's
+  // watermark sees it).
+  sql::Transaction tx(*db_);
+  Stmt del(db_->get(), "DELETE FROM job_outputs WHERE job_id = ? AND source = ?");
+  del.bind(1, o.job_id).bind(2, o.source);
+  if (!tx.began() || del.step() != sql::kDone) {
+    *error = "store: " + db_->errmsg();
+    return false;
+  }
+  Stmt s(db_->get(), "INSERT INTO job_outputs(job_id, source, received_ns, coverage, symptoms) VALUES(?,?,?,?,?)");
   s.bind(1, o.job_id).bind(2, o.source).bind(3, o.received_ns ? o.received_ns : clock_.nowNs());
   s.bind(4, cov.dump(-1, ' ', false, json::error_handler_t::replace));
   s.bind(5, symptoms.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (s.step() != SQLITE_DONE) {
-    *error = "store: " + db_->errmsg();
+  std::string err;
+  if (s.step() != sql::kDone || !tx.commit(&err)) {
+    *error = "store: " + (err.empty() ? db_->errmsg() : err);
     return false;
   }
   return true;
@@ -926,7 +981,7 @@ std::vector<JobOutput> Store::jobOutputs(const std::string& job_id) {
   Stmt s(db_->get(), "SELECT source, received_ns, coverage, symptoms FROM job_outputs WHERE job_id = ? ORDER BY source");
   s.bind(1, job_id);
   std::vector<JobOutput> out;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == sql::kRow) {
     JobOutput o;
     o.job_id = job_id;
     o.source = s.text(0);
@@ -948,7 +1003,7 @@ std::vector<std::string> Store::jobsWithOutputSince(int64_t after_id, int64_t* n
   s.bind(1, after_id);
   std::vector<std::string> out;
   *newest_id = after_id;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == sql::kRow) {
     out.push_back(s.text(0));
     *newest_id = std::max(*newest_id, s.i64(1));
   }
@@ -961,16 +1016,17 @@ std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
   bool prefix = !rule.empty() && rule.back() == '*';
   if (prefix) rule.pop_back();
   Stmt s(db_->get(),
-         "SELECT id, agent_id, received_ns, payload FROM symptoms WHERE "
-         "(?1 = '[]' OR node IN (SELECT value FROM json_each(?1))) "
-         "AND (?2 = '' OR (?3 = 0 AND rule_id = ?2) OR (?3 = 1 AND substr(rule_id, 1, length(?2)) = ?2)) "
-         "AND (?4 = 0 OR (CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END) >= ?4) "
-         "AND (?5 = 0 OR (CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END) <= ?5) "
-         "AND id > ?6 ORDER BY id DESC LIMIT ?7");
+         fmt::format("SELECT id, agent_id, received_ns, payload FROM symptoms WHERE "
+                     "(?1 = '[]' OR node IN {}) "
+                     "AND (?2 = '' OR (?3 = 0 AND rule_id = ?2) OR (?3 = 1 AND substr(rule_id, 1, length(?2)) = ?2)) "
+                     "AND (?4 = 0 OR (CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END) >= ?4) "
+                     "AND (?5 = 0 OR (CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END) <= ?5) "
+                     "AND id > ?6 ORDER BY id DESC LIMIT ?7",
+                     db_->jsonList(1)));
   s.bind(1, joinJsonArray(f.nodes)).bind(2, rule).bind(3, int64_t(prefix)).bind(4, f.since_ns);
   s.bind(5, f.until_ns).bind(6, f.after_id).bind(7, int64_t(f.limit));
   std::vector<StoredSymptom> out;
-  while (s.step() == SQLITE_ROW)
+  while (s.step() == sql::kRow)
     out.push_back({s.i64(0), s.text(1), s.i64(2), symptomFromJson(json::parse(s.text(3), nullptr, false))});
   return out;
 }
@@ -983,14 +1039,14 @@ std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id) {
          "FROM symptoms WHERE id > ? GROUP BY node ORDER BY node");
   s.bind(1, after_id);
   std::vector<NewSymptomSpan> out;
-  while (s.step() == SQLITE_ROW) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4) == 0});
+  while (s.step() == sql::kRow) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4) == 0});
   return out;
 }
 
 int64_t Store::maxSymptomId() {
   Lock lock(*this);
   Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+  return s.step() == sql::kRow ? s.i64(0) : 0;
 }
 
 // ---- verdicts ----
@@ -1026,7 +1082,7 @@ int Store::addVerdict(const VerdictRow& v, std::string* error) {
   }
   Stmt max(db_->get(), "SELECT COALESCE(MAX(revision), 0) FROM verdicts WHERE job_id = ?");
   max.bind(1, v.job_id);
-  int revision = max.step() == SQLITE_ROW ? static_cast<int>(max.i64(0)) + 1 : 1;
+  int revision = max.step() == sql::kRow ? static_cast<int>(max.i64(0)) + 1 : 1;
   Stmt old(db_->get(), "UPDATE verdicts SET latest = 0 WHERE job_id = ? AND latest = 1");
   old.bind(1, v.job_id).step();
   Stmt ins(db_->get(),
@@ -1035,7 +1091,7 @@ int Store::addVerdict(const VerdictRow& v, std::string* error) {
   ins.bind(1, v.job_id).bind(2, int64_t(revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
   ins.bind(6, common::subDomainName(v.diagnosis.sub_domain)).bind(7, v.max_symptom_id).bind(8, int64_t(v.symptoms));
   ins.bind(9, joinJsonArray(v.missing_nodes)).bind(10, common::toJson(v.diagnosis).dump());
-  if (ins.step() != SQLITE_DONE) {
+  if (ins.step() != sql::kDone) {
     *error = "store: " + db_->errmsg();
     return 0;
   }
@@ -1055,7 +1111,7 @@ std::optional<VerdictRow> Store::latestVerdict(const std::string& job_id) {
   Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? AND latest = 1", kVerdictColumns));
   s.bind(1, job_id);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != sql::kRow) return std::nullopt;
   return verdictFromRow(s);
 }
 
@@ -1064,7 +1120,7 @@ std::vector<VerdictRow> Store::verdictHistory(const std::string& job_id) {
   Stmt s(db_->get(), fmt::format("SELECT {} FROM verdicts WHERE job_id = ? ORDER BY revision", kVerdictColumns));
   s.bind(1, job_id);
   std::vector<VerdictRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  while (s.step() == sql::kRow) out.push_back(verdictFromRow(s));
   return out;
 }
 
@@ -1075,7 +1131,7 @@ std::vector<VerdictRow> Store::openVerdicts() {
                                  "ORDER BY job_id",
                                  kVerdictColumns));
   std::vector<VerdictRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  while (s.step() == sql::kRow) out.push_back(verdictFromRow(s));
   return out;
 }
 
@@ -1088,7 +1144,7 @@ std::vector<VerdictRow> Store::latestVerdicts(int64_t since_ns, int64_t until_ns
                      "v.missing_nodes, v.diagnosis"));
   s.bind(1, since_ns).bind(2, until_ns);
   std::vector<VerdictRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(verdictFromRow(s));
+  while (s.step() == sql::kRow) out.push_back(verdictFromRow(s));
   return out;
 }
 
@@ -1100,7 +1156,7 @@ std::vector<SourceStatusInfo> Store::sourcesLocked(const std::string& node) {
          "ORDER BY source");
   s.bind(1, node);
   std::vector<SourceStatusInfo> out;
-  while (s.step() == SQLITE_ROW)
+  while (s.step() == sql::kRow)
     out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), uint64_t(s.i64(4)), uint64_t(s.i64(5)),
                    uint64_t(s.i64(6))});
   return out;
@@ -1113,7 +1169,7 @@ std::vector<AgentRow> Store::agents() {
          "last_heartbeat_ns, last_batch_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, "
          "next_sequence, batches, symptoms FROM agents ORDER BY hostname");
   std::vector<AgentRow> out;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == sql::kRow) {
     AgentRow a;
     a.agent_id = s.text(0);
     a.hostname = s.text(1);
@@ -1160,7 +1216,7 @@ std::vector<NodeRow> Store::nodes() {
   Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes ORDER BY hostname", kNodeColumns));
   std::vector<NodeRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(nodeFromRow(s));
+  while (s.step() == sql::kRow) out.push_back(nodeFromRow(s));
   for (auto& n : out) n.sources = sourcesLocked(n.hostname);
   return out;
 }
@@ -1169,7 +1225,7 @@ std::optional<NodeRow> Store::node(const std::string& hostname) {
   Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes WHERE hostname = ?", kNodeColumns));
   s.bind(1, hostname);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != sql::kRow) return std::nullopt;
   NodeRow n = nodeFromRow(s);
   n.sources = sourcesLocked(hostname);
   return n;
@@ -1182,7 +1238,7 @@ std::vector<NodeEvent> Store::nodeHistory(const std::string& hostname, int64_t s
          "ORDER BY time_ns DESC, id DESC LIMIT ?");
   s.bind(1, hostname).bind(2, since_ns).bind(3, int64_t(limit));
   std::vector<NodeEvent> out;
-  while (s.step() == SQLITE_ROW) out.push_back({s.text(0), s.i64(1), s.text(2), s.text(3), s.text(4)});
+  while (s.step() == sql::kRow) out.push_back({s.text(0), s.i64(1), s.text(2), s.text(3), s.text(4)});
   return out;
 }
 
@@ -1190,14 +1246,14 @@ int64_t Store::metaInt(const std::string& key, int64_t fallback) {
   Lock lock(*this);
   Stmt s(db_->get(), "SELECT value FROM meta WHERE key = ?");
   s.bind(1, key);
-  return s.step() == SQLITE_ROW ? s.i64(0) : fallback;
+  return s.step() == sql::kRow ? s.i64(0) : fallback;
 }
 
 bool Store::setMetaInt(const std::string& key, int64_t value) {
   Lock lock(*this);
   Stmt s(db_->get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
   s.bind(1, key).bind(2, value);
-  return s.step() == SQLITE_DONE;
+  return s.step() == sql::kDone;
 }
 
 size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows) {
@@ -1209,7 +1265,7 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
     if (deleted >= max_rows) return;
     Stmt s(db_->get(), q);
     s.bind(1, cutoff).bind(2, int64_t(max_rows - deleted));
-    if (s.step() == SQLITE_DONE) deleted += static_cast<size_t>(db_->changes());
+    if (s.step() == sql::kDone) deleted += static_cast<size_t>(db_->changes());
   };
   run("DELETE FROM symptoms WHERE id IN (SELECT id FROM symptoms WHERE received_ns < ?1 AND "
       "(time_known = 0 OR last_ns < ?1) LIMIT ?2)",
@@ -1222,7 +1278,7 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
     Stmt old(db_->get(), "SELECT job_id FROM jobs WHERE end_ns > 0 AND end_ns < ? LIMIT ?");
     old.bind(1, job_cutoff_ns).bind(2, int64_t(std::max<size_t>(1, (max_rows - deleted) / 8)));
     std::vector<std::string> ids;
-    while (old.step() == SQLITE_ROW) ids.push_back(old.text(0));
+    while (old.step() == sql::kRow) ids.push_back(old.text(0));
     for (const auto& id : ids)
       for (const char* q : {"DELETE FROM verdicts WHERE job_id = ?", "DELETE FROM job_nodes WHERE job_id = ?",
                             "DELETE FROM job_outputs WHERE job_id = ?", "DELETE FROM jobs WHERE job_id = ?"}) {
@@ -1244,7 +1300,7 @@ bool Store::beginGroup(std::string* error) {
   // while the last group ran gets it before the next group starts.
   for (int i = 0; i < 10'000 && othersWaiting(); ++i) std::this_thread::yield();
   mu_.lock();
-  if (in_group_ || !db_->exec("BEGIN IMMEDIATE", error)) {
+  if (in_group_ || !db_->exec(db_->beginSql(), error)) {
     if (in_group_ && error) *error = "store: group already open";
     mu_.unlock();
     return false;
@@ -1269,7 +1325,7 @@ StoreCounts Store::counts() {
   StoreCounts c;
   auto one = [&](const char* q) {
     Stmt s(db_->get(), q);
-    return s.step() == SQLITE_ROW ? static_cast<uint64_t>(s.i64(0)) : 0;
+    return s.step() == sql::kRow ? static_cast<uint64_t>(s.i64(0)) : 0;
   };
   c.agents = one("SELECT COUNT(*) FROM agents");
   c.nodes = one("SELECT COUNT(*) FROM nodes");

@@ -149,7 +149,7 @@ TEST_CASE("ingest: inside a group a batch is stored once; the checks of the sing
   CHECK(store->counts().symptoms == 3);
 }
 
-TEST_CASE("ingest: a write failing inside a group fails the whole group, nothing of it stored", "[store][ingest]") {
+TEST_CASE("ingest: a write failing inside a group fails the whole group, nothing of it stored", "[store][ingest][sqlite]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("f.db"), clock);

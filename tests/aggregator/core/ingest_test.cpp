@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -12,7 +13,7 @@ TEST_CASE("ingest: wire bytes are validated, stored once, and every outcome is c
   TempDir dir;
   ManualClock clock(kT0);
   std::string error;
-  auto store = Store::open(dir.file("i.db"), clock, {}, &error);
+  auto store = Store::open(testing::storeTarget(dir.file("i.db")), clock, {}, &error);
   REQUIRE(store);
   Metrics metrics;
   Ingestor ingest(*store, metrics, clock);

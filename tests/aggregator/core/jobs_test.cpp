@@ -5,6 +5,7 @@
 
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/jobs/sacct_poller.h"
+#include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -72,7 +73,7 @@ TEST_CASE("jobs: sacct poll through a fake sacct command, and import", "[jobs]")
   TempDir dir;
   ManualClock clock(kT0);
   std::string error;
-  auto store = Store::open(dir.file("j.db"), clock, {}, &error);
+  auto store = Store::open(testing::storeTarget(dir.file("j.db")), clock, {}, &error);
   REQUIRE(store);
   {
     std::ofstream(dir.file("out.json")) << threeJobs();

@@ -15,7 +15,7 @@ using namespace faultline;
 using namespace faultline::aggregator;
 using namespace faultline::aggregator::testing;
 
-TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store]") {
+TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store][sqlite]") {
   TempDir dir;
   ManualClock clock(kT0);
   {
@@ -37,7 +37,7 @@ TEST_CASE("store: migrations set user_version and reopen is idempotent", "[store
   CHECK_THAT(error, Catch::Contains("newer"));
 }
 
-TEST_CASE("store: a database of the previous schema is upgraded in place, its rows kept", "[store]") {
+TEST_CASE("store: a database of the previous schema is upgraded in place, its rows kept", "[store][sqlite]") {
   TempDir dir;
   ManualClock clock(kT0);
   // The schema as the previous release left it (every migration but the newest), with a job in it.
@@ -284,7 +284,7 @@ TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
 // The child process ingests batches as fast as it can and reports each commit on a pipe; the
 // parent kills it with SIGKILL mid-stream and checks the file: intact, and every batch either
 // wholly present or wholly absent.
-TEST_CASE("store: survives kill -9 during writes", "[store][crash]") {
+TEST_CASE("store: survives kill -9 during writes", "[store][crash][sqlite]") {
   TempDir dir;
   const std::string path = dir.file("crash.db");
   constexpr int kPerBatch = 20;

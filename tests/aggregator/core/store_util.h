@@ -4,16 +4,40 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
 
 namespace faultline::aggregator::testing {
 
+// The store a test opens for `path`: the SQLite file itself, or — when FAULTLINE_TEST_PG names a
+// PostgreSQL server (the `[pg]` runs of the store tests: tests/CMakeLists.txt starts one in a
+// temp dir) — a database of its own on that server, the same one for the same path (a test
+// that reopens its store finds its rows). The URL is postgresql:///postgres?host=DIR&port=P...
+inline std::string storeTarget(const std::string& path) {
+  const char* base = std::getenv("FAULTLINE_TEST_PG");
+  if (!base || !*base) return path;
+  std::string url(base);
+  std::string name = "t" + std::to_string(std::hash<std::string>{}(path));
+  std::string error;
+  auto admin = sql::Db::open(url, false, &error);
+  INFO(error);
+  REQUIRE(admin);
+  sql::Stmt exists(admin->get(), "SELECT 1 FROM pg_database WHERE datname = ?");
+  exists.bind(1, name);
+  if (exists.step() != sql::kRow) REQUIRE(admin->exec("CREATE DATABASE " + name, &error));
+  size_t at = url.find("/postgres?");
+  REQUIRE(at != std::string::npos);
+  return url.replace(at, 9, "/" + name);
+}
+
 inline std::unique_ptr<Store> openStore(const std::string& path, const Clock& clock) {
   std::string error;
-  auto store = Store::open(path, clock, {}, &error);
+  auto store = Store::open(storeTarget(path), clock, {}, &error);
   INFO(error);
   REQUIRE(store);
   return store;

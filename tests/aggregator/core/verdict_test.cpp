@@ -35,7 +35,7 @@ struct Fixture {
 
   Fixture() {
     std::string error;
-    store = Store::open(dir.file("v.db"), clock, {}, &error);
+    store = Store::open(storeTarget(dir.file("v.db")), clock, {}, &error);
     REQUIRE(store);
     options.settle_ns = 60 * kSec;
     options.window_margin_ns = 30 * kSec;
