@@ -1,0 +1,35 @@
+// Inputs the fuzz targets (tests/fuzz, docs/testing.md) found in common/, as unit tests: each
+// failed (or crashed) before its fix. The inputs are seeds in tests/fuzz/seeds/<target>/.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "common/job.h"
+#include "common/rule_set.h"
+
+using namespace faultline::common;
+
+TEST_CASE("fuzz: job times whose nanoseconds leave int64 are refused (fuzz_job)", "[fuzz]") {
+  CHECK(parseTimestampNs("2261-12-31T23:59:59Z"));
+  CHECK_FALSE(parseTimestampNs("6024-06-01T10:00:00Z"));
+  CHECK_FALSE(parseTimestampNs("0013-06-01T10:00:00Z"));
+  CHECK_FALSE(parseTimestampNs("99999999999"));
+  CHECK(*parseTimestampNs("1717236000.5") == 1717236000500000000);
+}
+
+TEST_CASE("fuzz: a rule file that is not UTF-8 is an error, not an assertion in the engine (fuzz_rules)", "[fuzz]") {
+  const std::string file = "rules:\n"
+                           "  - id: gpu.fuzz\n"
+                           "    since: 0.1.0\n"
+                           "    symptom: gpu_fuzz\n"
+                           "    sub_domain: hardware\n"
+                           "    category: gpu\n"
+                           "    role: root\n"
+                           "    severity: error\n"
+                           "    prefilter: 'fallen \xa4 off'\n"
+                           "    pattern: 'fallen'\n";
+  auto loaded = loadRuleSet({{"rules/x/fuzz.yaml", file}}, "1.0.0");
+  CHECK_FALSE(loaded.rules);
+  REQUIRE(loaded.errors.size() == 1);
+  CHECK(loaded.errors[0] == "rules/x/fuzz.yaml:9: not UTF-8 text");
+}
