@@ -420,17 +420,21 @@ int Store::schemaVersion() {
   return v.ok() && v.step() == sql::kRow ? static_cast<int>(v.i64(0)) : -1;
 }
 
-bool Store::migrate(std::string* error) {
-  if (db_->postgres()) return migratePostgres(error);
+// The stored schema version, or -1 + *error when it cannot be read or is newer than this build.
+int Store::migrateFrom(std::string* error) {
   int version = schemaVersion();
-  if (version < 0) {
-    *error = db_->errmsg();
-    return false;
-  }
+  if (version < 0) *error = db_->errmsg();
   if (version > latestSchemaVersion()) {
     *error = fmt::format("schema version {} is newer than this aggregator ({})", version, latestSchemaVersion());
-    return false;
+    return -1;
   }
+  return version;
+}
+
+bool Store::migrate(std::string* error) {
+  if (db_->postgres()) return migratePostgres(error);
+  int version = migrateFrom(error);
+  if (version < 0) return false;
   for (int i = version; i < latestSchemaVersion(); ++i) {
     sql::Transaction tx(*db_);
     if (!tx.began() || !db_->exec(kStoreMigrations[i], error) ||
@@ -450,15 +454,8 @@ bool Store::migratePostgres(std::string* error) {
       !db_->exec("CREATE TABLE IF NOT EXISTS faultline_schema(version INTEGER NOT NULL, applied_ns BIGINT NOT NULL)",
                  error))
     return false;
-  int version = schemaVersion();
-  if (version < 0) {
-    *error = db_->errmsg();
-    return false;
-  }
-  if (version > latestSchemaVersion()) {
-    *error = fmt::format("schema version {} is newer than this aggregator ({})", version, latestSchemaVersion());
-    return false;
-  }
+  int version = migrateFrom(error);
+  if (version < 0) return false;
   for (int i = version; i < latestSchemaVersion(); ++i) {
     Stmt mark(db_->get(), "INSERT INTO faultline_schema(version, applied_ns) VALUES(?, ?)");
     mark.bind(1, int64_t(i + 1)).bind(2, clock_.nowNs());

@@ -348,6 +348,7 @@ class Store {
   Store(std::unique_ptr<sql::Db> db, const Clock& clock);
   bool migrate(std::string* error);
   bool migratePostgres(std::string* error);
+  int migrateFrom(std::string* error);
   std::optional<JobRow> jobLocked(const std::string& job_id);
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
