@@ -27,6 +27,8 @@
 #include "aggregator/ingest/zmq_endpoint.h"
 #include "aggregator/http/server.h"
 #include "aggregator/jobs/sacct_poller.h"
+#include "aggregator/store/db.h"
+#include "aggregator/store/leader.h"
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/relay/relay.h"
 #include "aggregator/store/store.h"
@@ -67,7 +69,7 @@ int main(int argc, char** argv) {
   std::string db = defaultDb(), listen = "127.0.0.1", token_file, port_file, sacct_command;
   uint16_t port = 8470;
   std::vector<std::string> rule_dirs;
-  double settle = 120, margin = 120, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
+  double leader_poll = 1, settle = 120, margin = 120, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
   double retention_days = 30, job_retention_days = 180;
   bool sync_full = false;
   std::string ingest_endpoint = "tcp://127.0.0.1:7400", curve_secret_file, allow_dir, ingest_endpoint_file;
@@ -79,7 +81,10 @@ int main(int argc, char** argv) {
   bool relay_symptoms = false, relay_zstd = false;
   uint64_t relay_rate = 0, relay_max_bytes = 256ull << 20;
   double relay_interval = 2, relay_ack_timeout = 10;
-  app.add_option("--db", db, "SQLite database (default $STATE_DIRECTORY/aggregator.db)");
+  app.add_option("--db,--store", db,
+                 "store: a SQLite file (default $STATE_DIRECTORY/aggregator.db) or a postgresql:// URL shared by "
+                 "several replicas (docs/operations.md)");
+  app.add_option("--leader-poll", leader_poll, "seconds between leader-lock checks (PostgreSQL replicas)");
   app.add_option("--listen", listen, "HTTP listen address (default 127.0.0.1)");
   app.add_option("--port", port, "HTTP port (0 = ephemeral)");
   app.add_option("--port-file", port_file, "write the bound HTTP port here once listening");
@@ -198,6 +203,8 @@ int main(int argc, char** argv) {
   api_options.write_token = token;
   api_options.read_token = read_token;
   api_options.agent_timeout_ns = vo.agent_timeout_ns;
+  Leadership leadership(db);
+  api_options.leads = [&leadership] { return leadership.leader(); };
   Api api(*store, &engine, metrics, clock, api_options);
   api.setStoreFile(db);
 
@@ -207,7 +214,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
     return 1;
   }
-  std::fprintf(stderr, "faultline-aggregator %s: %s, http://%s:%u, ruleset %s\n", FAULTLINE_VERSION, db.c_str(),
+  std::fprintf(stderr, "faultline-aggregator %s: %s, http://%s:%u, ruleset %s\n", FAULTLINE_VERSION,
+               sql::redactUrl(db).c_str(),
                listen.c_str(), server.port(), loaded.rules->version.c_str());
   if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
 
@@ -236,8 +244,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-aggregator: no --curve-secret-key: agents' ingest disabled\n");
   }
   // The site relay runs on the io thread (its outbox is a table in the store).
+  // Only the leader relays (and only it changes the relay's capture trigger).
   zmq::context_t relay_zmq;
   std::unique_ptr<Relay> relay;
+  auto start_relay = [&]() -> bool {
   if (!relay_upstream.empty()) {
     RelayOptions ro;
     ro.collect.site_id = relay_site;
@@ -256,14 +266,16 @@ int main(int argc, char** argv) {
     relay = std::make_unique<Relay>(io, relay_zmq, clock, *store, &metrics, ro);
     if (!relay->start(&error)) {
       std::fprintf(stderr, "faultline-aggregator: relay: %s\n", error.c_str());
-      return 1;
+      return false;
     }
     std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s\n", relay_site.c_str(), relay_upstream.c_str(),
                  relay_symptoms ? ", with symptom summaries" : "", relay_zstd ? ", zstd" : "");
   } else if (std::string e; !store->setRelayCapture(false, &e)) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", e.c_str());
-    return 1;
+    return false;
   }
+  return true;
+  };
   net::signal_set hup(io, SIGHUP);
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
@@ -274,13 +286,37 @@ int main(int argc, char** argv) {
   };
   wait_hup();
 
-  net::steady_timer tick_timer(io), prune_timer(io), watchdog_timer(io);
+  // Leadership: taken or confirmed every --leader-poll seconds; gaining it starts the relay,
+  // losing it stops it. The verdict ticks, pruning and the sacct poll run only while leading.
+  net::steady_timer leader_timer(io), tick_timer(io), prune_timer(io), watchdog_timer(io);
+  bool relay_failed = false;
+  auto poll_leader = [&] {
+    bool was = leadership.leader();
+    std::string why;
+    bool now = leadership.poll(&why);
+    if (now && !was) {
+      std::fprintf(stderr, "faultline-aggregator: leading (verdicts, sacct, relay, pruning)\n");
+      if (!start_relay()) relay_failed = true;
+    } else if (!now && was) {
+      std::fprintf(stderr, "faultline-aggregator: no longer leading: %s\n", why.c_str());
+      if (relay) relay->stop();
+      relay.reset();
+    }
+    if (relay_failed) io.stop();
+  };
+  poll_leader();
+  if (relay_failed) return 1;
+  if (leadership.shared() && !leadership.leader())
+    std::fprintf(stderr, "faultline-aggregator: a replica: another one leads for now\n");
+  every(leader_timer, std::chrono::milliseconds(static_cast<int64_t>(leader_poll * 1000)), poll_leader);
   every(tick_timer, std::chrono::milliseconds(static_cast<int64_t>(tick * 1000)), [&] {
+    if (!leadership.leader()) return;
     int64_t t0 = clock.steadyNs();
     if (engine.tick()) metrics.observe("faultline_verdict_tick_seconds", double(clock.steadyNs() - t0) / 1e9);
   });
   // Pruning in small steps, each its own short transaction, re-posted so HTTP and ticks interleave.
   std::function<void()> prune_step = [&] {
+    if (!leadership.leader()) return;
     int64_t now = clock.nowNs();
     size_t n = store->pruneStep(now - secs(retention_days * 86400), now - secs(job_retention_days * 86400), 500);
     metrics.add("faultline_pruned_rows_total", "", "", n);
@@ -302,9 +338,11 @@ int main(int argc, char** argv) {
       std::unique_lock lock(poll_mu);
       while (!stopping) {
         lock.unlock();
-        auto r = p.pollOnce(*store);
-        metrics.add("faultline_sacct_polls_total", "result", r.ok ? "ok" : "error");
-        for (const auto& e : r.errors) std::fprintf(stderr, "faultline-aggregator: sacct: %s\n", e.c_str());
+        if (leadership.leader()) {
+          auto r = p.pollOnce(*store);
+          metrics.add("faultline_sacct_polls_total", "result", r.ok ? "ok" : "error");
+          for (const auto& e : r.errors) std::fprintf(stderr, "faultline-aggregator: sacct: %s\n", e.c_str());
+        }
         lock.lock();
         poll_cv.wait_for(lock, std::chrono::milliseconds(static_cast<int64_t>(sacct_interval * 1000)),
                          [&] { return stopping; });

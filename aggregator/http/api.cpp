@@ -166,7 +166,7 @@ HttpResponse Api::jobOutput(const HttpRequest& request, const std::string& job_i
   metrics_.add("faultline_job_outputs_total");
   metrics_.add("faultline_job_output_symptoms_total", "", "", output->symptoms.size());
   json out{{"job_id", job_id}, {"source", output->source}, {"symptoms", output->symptoms.size()}, {"verdict", nullptr}};
-  if (engine_)
+  if (engine_ && leads())
     if (auto v = engine_->onJobOutput(job_id))
       out["verdict"] = {{"revision", v->revision},
                         {"status", v->status},
@@ -187,7 +187,7 @@ HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id
   if (!row) return error(why.rfind("store:", 0) == 0 ? 503 : 400, why);
   metrics_.add("faultline_job_events_total", "kind", end ? "end" : "start");
   json out{{"job_id", job_id}, {"state", row->info.state}, {"verdict", nullptr}};
-  if (end && engine_) {
+  if (end && engine_ && leads()) {
     int64_t t0 = clock_.steadyNs();
     if (auto v = engine_->onJobEnded(job_id)) {
       out["verdict"] = {{"revision", v->revision},
@@ -322,6 +322,7 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     auto c = store_.counts();
     return jsonResponse(200, json{{"status", "ok"},
                                   {"schema_version", store_.schemaVersion()},
+                                  {"leader", leads()},
                                   {"agents", c.agents},
                                   {"nodes", c.nodes},
                                   {"jobs", c.jobs},
@@ -329,7 +330,8 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   }
   if (path == "/metrics") {
     auto c = store_.counts();
-    std::map<std::string, double> gauges{{"faultline_store_symptoms", double(c.symptoms)},
+    std::map<std::string, double> gauges{{"faultline_leader", leads() ? 1.0 : 0.0},
+                                         {"faultline_store_symptoms", double(c.symptoms)},
                                          {"faultline_store_jobs", double(c.jobs)},
                                          {"faultline_store_verdicts", double(c.verdicts)},
                                          {"faultline_store_agents", double(c.agents)}};

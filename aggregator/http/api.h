@@ -45,6 +45,9 @@ struct ApiOptions {
   // faultline_read=TOKEN that opening any /ui/ page with ?token=TOKEN sets. For an aggregator
   // listening beyond loopback (docs/dashboard.md, "Access").
   std::string read_token;
+  // Whether this replica judges jobs itself (the leader, store/leader.h); unset = always. A
+  // replica that does not lead stores a job's end and leaves the verdict to the leader's tick.
+  std::function<bool()> leads;
 };
 
 class Api {
@@ -71,6 +74,7 @@ class Api {
   HttpResponse jobPage(const std::multimap<std::string, std::string>& query, int64_t since_ns, size_t limit);
   HttpResponse fleet(const std::string& path, const std::multimap<std::string, std::string>& query, int64_t now_ns);
   UiReader* uiReader(std::string* error);
+  bool leads() const { return !options_.leads || options_.leads(); }
   // 403/401 unless the request may write.
   std::optional<HttpResponse> refuseWrite(const HttpRequest& request);
   // 401 (or, for a /ui/ page opened with ?token=, a redirect setting the cookie) unless the
