@@ -31,7 +31,9 @@ std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) 
     c.node_template = r.node_template;
     c.summary_template = r.summary_template;
     c.fields = r.fields;
-    c.regex = r.regex;  // shared, compiled once
+    // No compiled regex: the engine compiles a rule's pattern when a record first holds one of
+    // its literals, so a node keeps only the rules its logs ever come near (anonymous RSS).
+    c.pattern = r.pattern;
     lean->rules.push_back(std::move(c));
   }
   return lean;

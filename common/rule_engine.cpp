@@ -17,6 +17,44 @@ struct RuleEngine::PatternSet {
   RE2::Set set;
 };
 
+struct RuleEngine::Lazy {
+  explicit Lazy(size_t rules, size_t literals)
+      : rule_once(new std::once_flag[rules]), rule_re(rules), set_once(new std::once_flag[literals]) {}
+  std::unique_ptr<std::once_flag[]> rule_once;
+  std::vector<std::shared_ptr<const RE2>> rule_re;
+  std::unique_ptr<std::once_flag[]> set_once;
+};
+
+namespace {
+RE2::Options ruleOptions() {  // as the rule loader compiles patterns
+  RE2::Options o;
+  o.set_log_errors(false);
+  return o;
+}
+}  // namespace
+
+const RE2* RuleEngine::regexOf(size_t i) const {
+  const Rule& r = rules_->rules[i];
+  if (r.regex) return r.regex.get();
+  std::call_once(lazy_->rule_once[i], [&] {
+    auto re = std::make_shared<const RE2>(r.pattern, ruleOptions());
+    if (re->ok()) lazy_->rule_re[i] = std::move(re);
+  });
+  return lazy_->rule_re[i].get();
+}
+
+const RuleEngine::PatternSet* RuleEngine::setOf(size_t l) const {
+  if (by_literal_[l].size() < kMinRulesForSet) return nullptr;
+  std::call_once(lazy_->set_once[l], [&] {
+    auto ps = std::make_unique<PatternSet>(ruleOptions());
+    bool ok = true;
+    for (size_t idx : by_literal_[l]) ok = ok && ps->set.Add(rules_->rules[idx].pattern, nullptr) >= 0;
+    // Written once, read only after call_once: else one search per rule.
+    if (ok && ps->set.Compile()) const_cast<RuleEngine*>(this)->literal_sets_[l] = std::move(ps);
+  });
+  return literal_sets_[l].get();
+}
+
 struct RuleEngine::Prefilter {
   explicit Prefilter(const RE2::Options& o) : set(o, RE2::UNANCHORED) {}
   RE2::Set set;
@@ -57,7 +95,7 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
   std::map<std::string, int> literal_index;
   std::vector<std::string> literals;
   for (size_t i = 0; i < rs.size(); ++i) {
-    if (rs[i].deprecated || !rs[i].regex) continue;
+    if (rs[i].deprecated || (!rs[i].regex && rs[i].pattern.empty())) continue;
     for (const auto& lit : rs[i].prefilters) {
       auto [it, inserted] = literal_index.emplace(lit, static_cast<int>(by_literal_.size()));
       if (inserted) {
@@ -88,13 +126,7 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
   literal_sets_.resize(by_literal_.size());
-  for (size_t l = 0; l < by_literal_.size(); ++l) {
-    if (by_literal_[l].size() < kMinRulesForSet) continue;
-    auto ps = std::make_unique<PatternSet>(rs[by_literal_[l].front()].regex->options());
-    bool ok = true;
-    for (size_t idx : by_literal_[l]) ok = ok && ps->set.Add(rs[idx].pattern, nullptr) >= 0;
-    if (ok && ps->set.Compile()) literal_sets_[l] = std::move(ps);  // else: one search per rule
-  }
+  lazy_ = std::make_unique<Lazy>(rs.size(), by_literal_.size());
 }
 
 RuleEngine::~RuleEngine() = default;
@@ -127,7 +159,7 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
     const auto& owners = by_literal_[h];
     RE2::Set::ErrorInfo info{RE2::Set::kNoError};
     matched.clear();
-    if (const auto& ps = literal_sets_[h];
+    if (const PatternSet* ps = setOf(static_cast<size_t>(h));
         ps && (ps->set.Match(re2::StringPiece(text.data(), text.size()), &matched, &info) ||
                info.kind == RE2::Set::kNoError)) {
       for (int m : matched) candidates.push_back(owners[static_cast<size_t>(m)]);  // only rules that match
@@ -142,7 +174,9 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
   for (size_t idx : candidates) {
     const Rule& r = rs[idx];
     if (!r.appliesTo(kind)) continue;
-    const RE2& re = *r.regex;
+    const RE2* compiled = regexOf(idx);
+    if (!compiled) continue;  // a pattern RE2 refuses (the loader reports those) matches nothing
+    const RE2& re = *compiled;
     if (!captures) {
       if (RE2::PartialMatch(input, re)) return &r;
       continue;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,12 @@ class RuleEngine {
   // so one pass tells which of them match instead of one regex search per rule.
   struct PatternSet;
   std::vector<std::unique_ptr<PatternSet>> literal_sets_;  // literal index -> set or null
+  // Compiled on first use (a node's agent meets few of the rules): rules given without a
+  // compiled regex (RuleSet copies that keep only `pattern`) and the PatternSets.
+  struct Lazy;
+  std::unique_ptr<Lazy> lazy_;
+  const re2::RE2* regexOf(size_t rule) const;
+  const PatternSet* setOf(size_t literal) const;
 };
 
 // Renders "{name}" placeholders from `values`; unknown names become "".

@@ -51,6 +51,7 @@ void LineParser::markCandidate(uint64_t line_no) {
 
 bool LineParser::candidateIn(uint64_t first, uint64_t last) const {
   if (first <= cand_forgotten_) return true;
+  if (cand_lines_.empty() || cand_lines_.back() < first) return false;  // the common case
   auto it = std::lower_bound(cand_lines_.begin(), cand_lines_.end(), first);
   return it != cand_lines_.end() && *it <= last;
 }

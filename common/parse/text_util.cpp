@@ -1,5 +1,8 @@
 #include "common/parse/text_util.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace faultline::common::parse {
 namespace {
 
@@ -42,13 +45,35 @@ inline bool plainByte(unsigned char c, bool allow_newline) {
   return (c >= 0x20 && c < 0x7F) || c == '\t' || (allow_newline && c == '\n');
 }
 
+// Length of the leading run of plain bytes: eight at a time while no byte of a word is below
+// 0x20, 0x7F or above (a word with a tab or '\n' is checked byte by byte).
+size_t plainPrefix(std::string_view in, bool allow_newline) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  size_t i = 0;
+  while (i + 8 <= in.size()) {
+    uint64_t w;
+    std::memcpy(&w, in.data() + i, 8);
+    const uint64_t low = (w - 0x20 * kOnes) & ~w & kHigh;  // a byte below 0x20
+    const uint64_t x = w ^ (0x7F * kOnes);
+    const uint64_t del = (x - kOnes) & ~x & kHigh;  // a 0x7F byte
+    if (((w & kHigh) | low | del) == 0) {
+      i += 8;
+      continue;
+    }
+    const size_t end = i + 8;
+    while (i < end && plainByte(static_cast<unsigned char>(in[i]), allow_newline)) ++i;
+    if (i < end) return i;
+  }
+  while (i < in.size() && plainByte(static_cast<unsigned char>(in[i]), allow_newline)) ++i;
+  return i;
+}
+
 }  // namespace
 
 TextVerdict checkText(std::string_view in, bool allow_newline, std::string* scratch,
                       std::string_view* out) {
-  size_t i = 0;
   // Fast path: pure printable ASCII, the overwhelmingly common case.
-  while (i < in.size() && plainByte(static_cast<unsigned char>(in[i]), allow_newline)) ++i;
+  size_t i = plainPrefix(in, allow_newline);
   if (i == in.size()) {
     *out = in;
     return TextVerdict::kClean;
