@@ -181,8 +181,17 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
                         const CorrelatorOptions& o) {
   static const std::string kRequiresNodeFact = "requires_node_fact";
   JobNodes job_nodes(job);
-  // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
-  std::unordered_set<std::string> nvswitch_seen;
+  // The distinct nodes: each one's NVSwitch fact (RelationContext) and its place in name order.
+  struct Node {
+    std::string_view name;
+    bool nvswitch_seen = false;
+    std::optional<bool> nvswitch;
+    uint32_t rank = 0;
+  };
+  std::vector<Node> nodes;
+  std::unordered_map<std::string_view, uint32_t> node_ids;
+  std::vector<uint32_t> node_of;
+  node_of.reserve(symptoms.size());
   // The job's nodes' (and node-less) symptoms, kept in place.
   size_t own = 0;
   for (size_t i = 0; i < symptoms.size(); ++i) {
@@ -194,30 +203,19 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
     } else if (job.nodes.size() == 1) {
       s.node = job.nodes.front();  // a one-node job owns node-less lines
     }
-    if (s.category == "nvswitch" || s.rule_id.rfind("sxid.", 0) == 0) nvswitch_seen.insert(s.node);
     if (own != i) symptoms[own] = std::move(s);
-    ++own;
+    const Symptom& kept = symptoms[own++];
+    auto [id, new_node] = node_ids.try_emplace(kept.node, static_cast<uint32_t>(nodes.size()));
+    if (new_node) nodes.emplace_back().name = kept.node;
+    node_of.push_back(id->second);
+    // NVSwitch driver or SXid evidence on a node shows it has NVSwitches, whatever node.json says.
+    if (kept.category == "nvswitch" || kept.rule_id.rfind("sxid.", 0) == 0) nodes[id->second].nvswitch_seen = true;
   }
   symptoms.resize(own);
-  // The distinct nodes: each one's NVSwitch fact (RelationContext) and its place in name order.
-  struct Node {
-    std::string_view name;
-    std::optional<bool> nvswitch;
-    uint32_t rank = 0;
-  };
-  std::vector<Node> nodes;
-  std::vector<uint32_t> node_of(own);
   {
-    std::unordered_map<std::string_view, uint32_t> ids;
-    for (size_t i = 0; i < own; ++i) {
-      auto [it, inserted] = ids.try_emplace(symptoms[i].node, static_cast<uint32_t>(nodes.size()));
-      if (inserted) {
-        Node n{symptoms[i].node, std::nullopt};
-        if (nvswitch_seen.count(symptoms[i].node)) n.nvswitch = true;
-        else if (auto f = o.node_facts.find(symptoms[i].node); f != o.node_facts.end()) n.nvswitch = f->second.nvswitch;
-        nodes.push_back(n);
-      }
-      node_of[i] = it->second;
+    for (auto& n : nodes) {
+      if (n.nvswitch_seen) n.nvswitch = true;
+      else if (auto f = o.node_facts.find(std::string(n.name)); f != o.node_facts.end()) n.nvswitch = f->second.nvswitch;
     }
     std::vector<uint32_t> by_name(nodes.size());
     for (uint32_t k = 0; k < by_name.size(); ++k) by_name[k] = k;
