@@ -10,6 +10,7 @@ PACKAGES=(
   libsystemd-dev systemd-journal-remote
   libzmq3-dev cppzmq-dev
   libsqlite3-dev sqlite3
+  libpq-dev postgresql-15 postgresql-client-15
   libfmt-dev catch2 libre2-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libzstd-dev zstd
   ripgrep libvectorscan-dev
