@@ -2,6 +2,7 @@
 // that independent roots in different domains on different nodes are ambiguous.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "common/correlator_phases.h"
@@ -99,6 +100,35 @@ TEST_CASE("scope: window, node names, node-less evidence, other nodes", "[phases
                         sym("b", "n1", SubDomain::kHardware, Role::kRoot, 7, Severity::kCritical)}, {}, {});
   CHECK(items[0].s.rule_id == "b");
   CHECK(items[2].s.rule_id == "cuda.oom");
+}
+
+TEST_CASE("scope: the order is earlier()'s, ties kept in input order, FQDNs placed, whatever the input order",
+          "[phases][scope]") {
+  // Many ties (same second, severity, node) and names that sort differently from their input
+  // order: scope sorts by keys of its own, which must give what one stable sort by earlier() does.
+  std::mt19937 rng(14);
+  std::vector<Symptom> in;
+  const char* rules[] = {"nccl.watchdog_timeout", "c10d.timeout_dump_signal", "b", "a", "xid.79"};
+  for (int i = 0; i < 600; ++i) {
+    Symptom s = sym(rules[rng() % 5], "n" + std::to_string(1 + rng() % 12) + (rng() % 3 == 0 ? ".cluster" : ""),
+                    SubDomain::kNetwork, Role::kCascade, double(rng() % 4), Severity(rng() % 4));
+    s.time_known = rng() % 7 != 0;
+    s.summary = std::to_string(i);  // identity, to check the order of ties
+    in.push_back(std::move(s));
+  }
+  auto items = scope(job("FAILED", 12), in, {}, {});
+  REQUIRE(items.size() == in.size());
+  std::vector<Item> want;
+  for (auto s : in) {
+    s.node = s.node.substr(0, s.node.find('.'));
+    want.push_back(item(std::move(s)));
+  }
+  std::stable_sort(want.begin(), want.end(), earlier);
+  for (size_t i = 0; i < items.size(); ++i) {
+    INFO(i);
+    CHECK(items[i].s.summary == want[i].s.summary);
+    CHECK(items[i].s.node == want[i].s.node);
+  }
 }
 
 TEST_CASE("scope: a platform-dependent message is judged with the node's NVSwitch fact", "[phases][scope]") {
