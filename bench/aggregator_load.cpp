@@ -119,7 +119,8 @@ void printPhase(const char* label, const PhaseStats& st) {
 }
 
 struct RunOptions {
-  std::string endpoint, server_key_file, keys_dir, token_file, sample_dir, rules_dir, prefix = "gpu-n";
+  std::vector<std::string> endpoints;  // agent i sends to endpoints[i % n] (replicas)
+  std::string server_key_file, keys_dir, token_file, sample_dir, rules_dir, prefix = "gpu-n";
   std::string peer_host = "gpu-peer", job_id = "900001";
   uint16_t http_port = 0;
   int aggregator_pid = 0;
@@ -172,7 +173,7 @@ int cmdRun(const RunOptions& o) {
 
   zmq::context_t ctx(static_cast<int>(o.io_threads), static_cast<int>(o.agents + 64));
   SimFleetOptions dopt;
-  dopt.endpoint = o.endpoint;
+  dopt.endpoint = o.endpoints.front();
   dopt.server_key = server_key;
   dopt.ruleset_version = loaded.rules->version;
   dopt.in_flight = o.in_flight;
@@ -180,6 +181,7 @@ int cmdRun(const RunOptions& o) {
   dopt.heartbeat_ns = static_cast<int64_t>(o.heartbeat_ms * kMs);
   SimFleet sim(ctx, dopt);
 
+  size_t made = 0;
   auto makeAgent = [&](const std::string& host, const std::string& sample_host, size_t batches) -> std::optional<size_t> {
     auto keys = readKeyPair(o.keys_dir, host);
     if (!keys) {
@@ -191,6 +193,7 @@ int cmdRun(const RunOptions& o) {
     a.boot_id = "b00710ad-" + host;
     a.public_key = keys->first;
     a.secret_key = keys->second;
+    a.endpoint = o.endpoints[made++ % o.endpoints.size()];
     a.inventory = sample->inventory[sample_host];
     a.inventory.collected_ns = wallNs();
     buildBatches(a, sample->by_node[sample_host], sample_host, shift_ns, batches, o.per_batch, loaded.rules->version);
@@ -440,7 +443,9 @@ int main(int argc, char** argv) {
   run->add_option("--agents", o.agents, "concurrent senders (hosts PREFIX0001..)");
   run->add_option("--prefix", o.prefix, "hostname prefix");
   run->add_option("--peer-host", o.peer_host, "hostname of the single-sender peer");
-  run->add_option("--endpoint", o.endpoint, "aggregator ingest endpoint (tcp://127.0.0.1:PORT)")->required();
+  run->add_option("--endpoint", o.endpoints,
+                  "aggregator ingest endpoint (tcp://127.0.0.1:PORT); several: replicas, agents spread over them")
+      ->required();
   run->add_option("--server-key", o.server_key_file, "the aggregator's public key file (server.pub)")->required();
   run->add_option("--keys", o.keys_dir, "directory of HOST.key/HOST.pub (keygen DIR/keys)")->required();
   run->add_option("--http-port", o.http_port, "aggregator HTTP port")->required();

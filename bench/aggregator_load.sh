@@ -8,7 +8,10 @@
 # --ingest-legacy (the previous ingest pass: decoded and stored one message at a time, a savepoint
 # and freshly prepared statements per batch), then the default grouped writer (decoding before the
 # store lock, statements prepared once, one group per pass); a last line compares them.
-# INGEST=grouped (or legacy) runs one of them only.
+# Then the same load against PostgreSQL (a server started for the bench in a temp dir,
+# tests/pg/pg_server.sh): one aggregator on it, then three replicas on one database with the
+# agents spread over their endpoints. INGEST=grouped (or legacy, pg1, pg3) runs one of them only;
+# PG=0 skips PostgreSQL.
 #
 # Steps: `faultline keygen` makes the aggregator's key; `aggregator_load keygen` makes one key pair
 # per agent and the allow-list directory (HOST.pub); the aggregator starts on an ephemeral HTTP
@@ -44,12 +47,18 @@ fi
 
 tmp=$(mktemp -d /tmp/aggregator-load.XXXXXX)
 agg_pid=
+replica_pids=()
+pg_dir=/tmp/faultline-pg-bench-$$
+pg_port=${PG_PORT:-54331}
+pg_started=0
 stop_aggregator() {
-  if [[ -n $agg_pid ]]; then kill "$agg_pid" 2>/dev/null || true; wait "$agg_pid" 2>/dev/null || true; fi
+  for p in $agg_pid "${replica_pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   agg_pid=
+  replica_pids=()
 }
 cleanup() {
   stop_aggregator
+  if [[ $pg_started == 1 ]]; then bash "$root/tests/pg/pg_server.sh" stop "$pg_dir" "$pg_port" || true; fi
   if [[ ${KEEP:-0} == 1 ]]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -64,38 +73,74 @@ awk -v a="$t0" -v b="$t1" -v n="$((AGENTS + 1))" 'BEGIN { printf "keys      %d a
 # run_one MODE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS: one aggregator, one full load; output
 # also in $tmp/MODE.out.
 rc=0
-run_one() {
-  local mode=$1 mode_args=$2
+# start_replica DIR STORE FLAGS...: one faultline-aggregator on STORE, its ports in DIR; pid in $last_pid.
+start_replica() {
+  local d=$1 store=$2
   shift 2
-  local d=$tmp/$mode
   mkdir -p "$d"
-  echo "== ingest $mode (faultline-aggregator $mode_args${mode_args:+ }$AGG_ARGS)"
   # shellcheck disable=SC2086
-  "$agg" --db "$d/agg.db" --port 0 --port-file "$d/port" --token-file "$tmp/token" --rules "$root/rules" \
+  "$agg" --store "$store" --port 0 --port-file "$d/port" --token-file "$tmp/token" --rules "$root/rules" \
     --curve-secret-key "$tmp/server/server.key" --allow-dir "$tmp/allow" \
-    --ingest-endpoint 'tcp://127.0.0.1:*' --ingest-endpoint-file "$d/ingest" --tick 0.25 $mode_args $AGG_ARGS \
+    --ingest-endpoint 'tcp://127.0.0.1:*' --ingest-endpoint-file "$d/ingest" --tick 0.25 "$@" $AGG_ARGS \
     2> "$d/aggregator.log" &
-  agg_pid=$!
+  last_pid=$!
   for _ in $(seq 1 400); do  # up to 20 s
     [[ -s $d/port && -s $d/ingest ]] && break
-    kill -0 "$agg_pid" 2>/dev/null || { cat "$d/aggregator.log" >&2; exit 1; }
+    kill -0 "$last_pid" 2>/dev/null || { cat "$d/aggregator.log" >&2; exit 1; }
     sleep 0.05
   done
   [[ -s $d/port && -s $d/ingest ]] || { echo "aggregator did not start" >&2; cat "$d/aggregator.log" >&2; exit 1; }
-  "$gen" run --agents "$AGENTS" --endpoint "$(cat "$d/ingest")" --server-key "$tmp/server/server.pub" \
+}
+
+# run_one MODE REPLICAS STORE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS
+run_one() {
+  local mode=$1 replicas=$2 store=$3 mode_args=$4
+  shift 4
+  local d=$tmp/$mode
+  mkdir -p "$d"
+  echo "== ingest $mode ($replicas x faultline-aggregator --store ${store/$tmp/TMP} $mode_args${mode_args:+ }$AGG_ARGS)"
+  local endpoints=()
+  # shellcheck disable=SC2086
+  start_replica "$d" "$store" $mode_args
+  agg_pid=$last_pid
+  endpoints+=(--endpoint "$(cat "$d/ingest")")
+  for i in $(seq 2 "$replicas"); do
+    # shellcheck disable=SC2086
+    start_replica "$d/r$i" "$store" $mode_args
+    replica_pids+=("$last_pid")
+    endpoints+=(--endpoint "$(cat "$d/r$i/ingest")")
+  done
+  "$gen" run --agents "$AGENTS" "${endpoints[@]}" --server-key "$tmp/server/server.pub" \
     --keys "$tmp/keys" --http-port "$(cat "$d/port")" --token-file "$tmp/token" --aggregator-pid "$agg_pid" \
     --sample "$SAMPLE" --rules "$root/rules" "$@" | tee "$tmp/$mode.out" || rc=$?
-  echo "db        $(du -m "$d/agg.db" | cut -f1) MiB (+ WAL $(du -m "$d/agg.db-wal" 2>/dev/null | cut -f1 || echo 0) MiB)," \
-    "aggregator RSS $(awk '$1 == "VmRSS:" { printf "%.0f MiB", $2 / 1024 }' "/proc/$agg_pid/status")"
+  if [[ -f $d/agg.db ]]; then
+    echo "db        $(du -m "$d/agg.db" | cut -f1) MiB (+ WAL $(du -m "$d/agg.db-wal" 2>/dev/null | cut -f1 || echo 0) MiB)," \
+      "aggregator RSS $(awk '$1 == "VmRSS:" { printf "%.0f MiB", $2 / 1024 }' "/proc/$agg_pid/status")"
+  else
+    echo "db        PostgreSQL, first replica's RSS $(awk '$1 == "VmRSS:" { printf "%.0f MiB", $2 / 1024 }' "/proc/$agg_pid/status")"
+  fi
   if grep -q "rejected\|error" "$d/aggregator.log"; then
     echo "aggregator log (rejects/errors):"; grep "rejected\|error" "$d/aggregator.log" | head -5
   fi
   stop_aggregator
 }
 
+# A PostgreSQL server for the pg modes, and a fresh database per mode.
+pg_store() {
+  if [[ $pg_started == 0 ]]; then
+    bash "$root/tests/pg/pg_server.sh" start "$pg_dir" "$pg_port" >/dev/null
+    pg_started=1
+  fi
+  psql -q -h "$pg_dir" -p "$pg_port" -U postgres -c "CREATE DATABASE $1" postgres >/dev/null
+  echo "postgresql:///$1?host=$pg_dir&port=$pg_port&user=postgres"
+}
+
 INGEST=${INGEST:-both}
-[[ $INGEST == both || $INGEST == legacy ]] && run_one legacy --ingest-legacy "$@"
-[[ $INGEST == both || $INGEST == grouped ]] && run_one grouped "" "$@"
+PG=${PG:-1}
+[[ $INGEST == both || $INGEST == legacy ]] && run_one legacy 1 "$tmp/legacy/agg.db" --ingest-legacy "$@"
+[[ $INGEST == both || $INGEST == grouped ]] && run_one grouped 1 "$tmp/grouped/agg.db" "" "$@"
+if [[ $PG == 1 && ($INGEST == both || $INGEST == pg1) ]]; then run_one pg1 1 "$(pg_store bench_pg1)" "" "$@"; fi
+if [[ $PG == 1 && ($INGEST == both || $INGEST == pg3) ]]; then run_one pg3 3 "$(pg_store bench_pg3)" "" "$@"; fi
 if [[ $INGEST == both ]]; then
   # "cascade    2048 senders    65536 symptoms in ... :    15470 symptoms/s ... ack p50  1936.2 ms  p99  3991.2 ms"
   fig() { awk -v phase="$2" '$1 == phase && /symptoms\/s/ { for (i = 1; i <= NF; ++i) { if ($i == "symptoms/s") r = $(i - 1); if ($i == "p50") p50 = $(i + 1); if ($i == "p99") p99 = $(i + 1) } } END { printf "%s %s %s", r, p50, p99 }' "$tmp/$1.out"; }
@@ -107,7 +152,15 @@ if [[ $INGEST == both ]]; then
       printf "compare   %-8s legacy %8d symptoms/s (ack p50 %s ms, p99 %s ms) | grouped %8d symptoms/s (ack p50 %s ms, p99 %s ms) | x%.2f\n",
         p, lr, a, b, gr, c, d, gr / lr }'
   done
-  for mode in legacy grouped; do
+  for mode in pg1 pg3; do
+    [[ -f $tmp/$mode.out ]] || continue
+    read -r r p50 p99 <<< "$(fig $mode cascade)"
+    read -r lr _ _ <<< "$(fig legacy cascade)"
+    [[ -n $r && -n $lr ]] && awk -v m="$mode" -v r="$r" -v a="$p50" -v b="$p99" -v lr="$lr" 'BEGIN {
+      printf "compare   cascade  %-6s %8d symptoms/s (ack p50 %s ms, p99 %s ms) | x%.2f of legacy\n", m, r, a, b, r / lr }'
+  done
+  for mode in legacy grouped pg1 pg3; do
+    [[ -f $tmp/$mode.out ]] || continue
     v=$(awk '$1 == "verdict" { for (i = 1; i <= NF; ++i) if ($i == "readable") { print $(i + 3); exit } }' "$tmp/$mode.out")
     echo "compare   verdict  $mode: end POST -> stored verdict readable ${v:-?} s"
   done

@@ -47,7 +47,7 @@ void SimFleet::connect(size_t i) {
   a.sock->set(zmq::sockopt::curve_serverkey, o_.server_key);
   a.sock->set(zmq::sockopt::curve_publickey, a.public_key);
   a.sock->set(zmq::sockopt::curve_secretkey, a.secret_key);
-  a.sock->connect(o_.endpoint);
+  a.sock->connect(a.endpoint.empty() ? o_.endpoint : a.endpoint);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = i;

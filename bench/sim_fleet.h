@@ -28,6 +28,7 @@ struct SimAgent {
   std::string host;  // also the agent id and routing id, like the real agent's default
   std::string boot_id;
   std::string public_key, secret_key;  // Z85
+  std::string endpoint;                // "" = the fleet's (SimFleetOptions::endpoint)
   common::NodeInventory inventory;     // sent with the first heartbeat
   std::vector<std::string> batches;    // encoded SymptomBatch payloads; sequence = index + 1
   std::vector<uint32_t> batch_symptoms;
