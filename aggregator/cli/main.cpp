@@ -15,6 +15,8 @@
 #include "aggregator/cli/remote.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
+#include "aggregator/store/db.h"
+#include "aggregator/store/store_copy.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
 
@@ -169,6 +171,29 @@ int cmdKeygen(const std::string& dir, const std::string& name) {
   return 0;
 }
 
+// `faultline store migrate`: the whole store (every table, every id) into an empty one.
+int cmdStoreMigrate(const std::string& from, const std::string& to) {
+  common::SystemClock clock;
+  std::string error;
+  auto r = aggregator::copyStore(from, to, clock, &error);
+  if (!r) {
+    std::fprintf(stderr, "faultline store migrate: %s\n", error.c_str());
+    return 1;
+  }
+  if (r->source_schema != r->schema)
+    std::printf("source schema upgraded from version %d to %d (as the aggregator would on its next start)\n",
+                r->source_schema, r->schema);
+  uint64_t total = 0;
+  for (const auto& t : r->tables) {
+    std::printf("  %-16s %llu\n", t.name.c_str(), static_cast<unsigned long long>(t.rows));
+    total += t.rows;
+  }
+  std::printf("copied %llu rows in %zu tables into %s (schema %d), %llu id sequences advanced\n",
+              static_cast<unsigned long long>(total), r->tables.size(), aggregator::sql::redactUrl(to).c_str(),
+              r->schema, static_cast<unsigned long long>(r->sequences));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,6 +234,16 @@ int main(int argc, char** argv) {
   keygen->add_option("--name", keygen_name,
                      "file name stem (default agent; use the hostname to file NAME.pub into an allow-list)");
 
+  auto* store = app.add_subcommand("store", "manage the aggregator's store");
+  store->require_subcommand(1);
+  auto* migrate = store->add_subcommand(
+      "migrate", "copy a whole store (e.g. a SQLite file) into an empty one (e.g. PostgreSQL), keeping every id; "
+                 "both are first brought to the latest schema; stop the aggregator first");
+  std::string migrate_from, migrate_to;
+  migrate->add_option("--from", migrate_from, "source: sqlite:PATH, PATH or postgresql://...")->required();
+  migrate->add_option("--to", migrate_to, "target: postgresql://... (or a SQLite path); must hold no data yet")
+      ->required();
+
   cli::RemoteOptions remote;
   cli::addRemoteCommands(app, remote);
 
@@ -218,6 +253,7 @@ int main(int argc, char** argv) {
     return cli::runJobOutput(remote, engine);
   }
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
+  if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
