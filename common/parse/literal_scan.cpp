@@ -3,6 +3,7 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace faultline::common {
 namespace {
@@ -49,10 +50,13 @@ hs_database_t* compile(const std::vector<std::string>& lits, unsigned mode, std:
 }
 
 // hs_alloc_scratch costs ~80 us even when the scratch already fits: call it only when this thread
-// meets a database it has not sized its scratch for.
+// meets a scanner it has not sized its scratch for (by serial: a freed scanner's address may be
+// reused by the next one).
+std::atomic<uint64_t> next_serial{1};
+
 struct ThreadScratch {
   hs_scratch_t* s = nullptr;
-  const hs_database_t* sized_for = nullptr;
+  uint64_t sized_for = 0;
   ~ThreadScratch() {
     if (s) hs_free_scratch(s);
   }
@@ -78,6 +82,7 @@ std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<st
   all.insert(all.end(), triggers().begin(), triggers().end());
   std::shared_ptr<LiteralScanner> s(new LiteralScanner);
   s->count_ = literals.size();
+  s->serial_ = next_serial.fetch_add(1);
   s->stream_db_ = compile(all, HS_MODE_STREAM, error);
   if (!s->stream_db_) return nullptr;
   s->block_db_ = compile(all, HS_MODE_BLOCK, error);
@@ -100,9 +105,9 @@ bool LiteralScanner::literalsIn(std::string_view text, std::vector<int>* ids) co
   thread_local ThreadScratch scratch;
   ids->clear();
   if (text.size() > UINT32_MAX) return false;
-  if (scratch.sized_for != block_db_) {
+  if (scratch.sized_for != serial_) {
     if (hs_alloc_scratch(block_db_, &scratch.s) != HS_SUCCESS) return false;
-    scratch.sized_for = block_db_;
+    scratch.sized_for = serial_;
   }
   IdsCtx ctx{ids, static_cast<unsigned>(count_)};
   if (hs_scan(block_db_, text.data(), static_cast<unsigned>(text.size()), 0, scratch.s, onId, &ctx) != HS_SUCCESS)

@@ -77,6 +77,7 @@ class LiteralScanner {
   hs_database* block_db_ = nullptr;
   hs_scratch* proto_scratch_ = nullptr;  // cloned per Stream / per thread
   size_t count_ = 0;
+  uint64_t serial_ = 0;  // unique per scanner (per-thread scratch bookkeeping)
 };
 
 }  // namespace faultline::common
