@@ -12,7 +12,9 @@
 # filed at the site only, and its health check asks the site. Then: a second apply changes nothing, check mode changes nothing, a health check
 # that does not find the agent live fails the batch, the health check (default command mode, the real
 # `faultline agents --json`) passes against a live aggregator + agent run from the applied files and
-# fails once the agent is stopped, and a relay without ingest fails.
+# fails once the agent is stopped, and a relay without ingest fails. Last, two replicas of one
+# PostgreSQL store (faultline_aggregator_store): the URL only in a root-only env file, the unit's
+# drop-in, a shared key pair and token.
 #   apply_test.sh SOURCE_DIR FAULTLINE_AGENT_BINARY [all|check-fresh|apply] [FAULTLINE_AGGREGATOR_BINARY]
 # check-fresh: only check mode on an empty root (must neither fail nor write anything); apply:
 # everything else. CTest runs the two as separate tests so that they can run side by side.
@@ -101,10 +103,11 @@ VARS
 
 fail() { echo "apply_test: FAIL: $*" >&2; exit 1; }
 
-# run NAME [ansible-playbook args...]: output in $tmp/NAME.log; prints the recap line.
+# run NAME [ansible-playbook args...]: output in $tmp/NAME.log; prints the recap line. The
+# inventory: $inventory if set.
 run() {
   local name=$1; shift
-  if ! (cd "$src/ansible" && ansible-playbook -i "$tmp/inventory.ini" -e "@$tmp/vars.yml" site.yml "$@") \
+  if ! (cd "$src/ansible" && ansible-playbook -i "${inventory:-$tmp/inventory.ini}" -e "@$tmp/vars.yml" site.yml "$@") \
       > "$tmp/$name.log" 2>&1; then
     cat "$tmp/$name.log" >&2
     return 1
@@ -390,4 +393,98 @@ if run relay-without-ingest --limit edge01 -e faultline_aggregator_ingest=false 
 fi
 grep -q 'faultline_aggregator_ingest is off' "$tmp/relay-without-ingest.log" || fail "relay without ingest: no clear failure"
 
-echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, live health check, relay assert)"
+# 8. Replicas on one PostgreSQL store: two aggregators (replica01, replica02, their own roots) with
+# the same faultline_aggregator_store URL. The URL (with a password) is only in the root-only
+# aggregator-store.env, never in a world-readable file or in ansible's output; the unit's drop-in
+# starts the daemon with --store from it; replica02 has replica01's key pair and token; a second
+# apply changes nothing; emptying the URL removes the drop-in and the env file.
+rep_root1=$tmp/replica01-root
+rep_root2=$tmp/replica02-root
+mkdir -p "$rep_root1" "$rep_root2"
+secret='s3cr%40t-pw'
+store_url="postgresql://faultline:$secret@127.0.0.1:1/faultline?connect_timeout=3&application_name=a%20b"
+cat > "$tmp/replicas.ini" <<INI
+[aggregators]
+replica01 ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$rep_root1
+replica02 ansible_connection=local ansible_python_interpreter=/usr/bin/python3 faultline_root=$rep_root2
+
+[aggregators:vars]
+faultline_aggregator_store=$store_url
+faultline_aggregator_leader_poll=2
+
+[site_aggregators]
+[gpu_nodes]
+INI
+run_replicas() { inventory=$tmp/replicas.ini run "$@" > /dev/null; }
+replicas_changed() {
+  grep -E '^replica0[12] +:' "$tmp/$1.log" | sed -E 's/.*changed=([0-9]+).*/\1/' | awk '{n += $1} END {print n + 0}'
+}
+run_replicas replicas-check --check || fail "check mode on two new replicas failed"
+[ -z "$(find "$rep_root1" "$rep_root2" -mindepth 1 -print -quit)" ] || fail "check mode wrote into the replicas' roots"
+run_replicas replicas || fail "applying two replicas failed"
+for r in "$rep_root1" "$rep_root2"; do
+  store_env=$r/etc/faultline/aggregator-store.env
+  dropin=$r/etc/systemd/system/faultline-aggregator.service.d/store.conf
+  [ -f "$store_env" ] && [ -f "$dropin" ] || fail "no aggregator-store.env or drop-in under $r"
+  [ "$(stat -c %a "$store_env")" = 600 ] || fail "aggregator-store.env mode $(stat -c %a "$store_env")"
+  leaked=$(find "$r" -type f -perm -o=r -exec grep -lF -- "$secret" {} + || true)
+  [ -z "$leaked" ] || fail "the store password is in world-readable files: $leaked"
+  # The daemon's arguments as systemd makes them: the drop-in's last ExecStart, ${VAR} one word,
+  # $VAR split (aggregator.env's quoting), paths of the applied root.
+  python3 - "$dropin" "$store_env" "$r/etc/faultline/aggregator.env" "$store_url" > "$tmp/replica-args" <<'PY' \
+    || fail "replica under $r: $(cat "$tmp/replica-args")"
+import re, shlex, sys
+dropin, store_env, agg_env, url = sys.argv[1:5]
+lines = open(dropin).read().splitlines()
+execs = [l.split("=", 1)[1] for l in lines if l.startswith("ExecStart=")]
+assert execs[0] == "" and len(execs) == 2, f"drop-in must reset ExecStart: {execs}"
+assert any(l == "EnvironmentFile=/etc/faultline/aggregator-store.env" for l in lines), "no EnvironmentFile"
+env = {}
+for path in (store_env, agg_env):
+    for l in open(path).read().splitlines():
+        m = re.match(r"^([A-Z_]+)=(.*)$", l)
+        if m:
+            env[m.group(1)] = shlex.split(m.group(2))[0]
+assert env["FAULTLINE_AGGREGATOR_STORE"] == url, env
+args = []
+for w in execs[1].split():
+    if w.startswith("${"):
+        args.append(env[w[2:-1]])
+    elif w.startswith("$"):
+        args += shlex.split(env[w[1:]])
+    else:
+        args.append(w)
+assert args[:5] == ["/usr/bin/faultline-aggregator", "--store", url, "--token-file", "/etc/faultline/token"], args
+assert args[-4:] == ["--leader-poll", "2", "--settle", "300"], args
+sys.stdout.write("\0".join(args[1:]))
+PY
+done
+for f in curve/server.key curve/server.pub token; do
+  cmp -s "$rep_root1/etc/faultline/$f" "$rep_root2/etc/faultline/$f" || fail "replica02's $f is not replica01's"
+done
+[ "$(stat -c %a "$rep_root2/etc/faultline/curve/server.key")" = 640 ] || fail "replica02 server.key mode"
+[ "$(stat -c %a "$rep_root2/etc/faultline/token")" = 640 ] || fail "replica02 token mode"
+! grep -F -- "$secret" "$tmp/replicas.log" >&2 || fail "the store password is in ansible's output"
+# The real aggregator takes the drop-in's arguments (as run here: the applied root's paths, no
+# sacct, ephemeral ports): it goes for the URL (an unreachable port) and says so, password redacted.
+if [ -x "$agg_bin" ]; then
+  mapfile -d '' rargs < "$tmp/replica-args"
+  for i in "${!rargs[@]}"; do
+    case ${rargs[$i]} in /etc/faultline/*) rargs[$i]=$rep_root2${rargs[$i]} ;; esac
+  done
+  if timeout 60 "$agg_bin" --rules "$src/rules" "${rargs[@]}" > "$tmp/replica-aggregator.log" 2>&1; then
+    fail "faultline-aggregator started on an unreachable store"
+  fi
+  grep -qF 'postgresql://faultline:***@127.0.0.1:1/faultline' "$tmp/replica-aggregator.log" \
+    || { cat "$tmp/replica-aggregator.log" >&2; fail "the aggregator did not report the store URL (redacted)"; }
+  ! grep -F -- "$secret" "$tmp/replica-aggregator.log" >&2 || fail "the aggregator printed the store password"
+fi
+run_replicas replicas-again || fail "second apply of the replicas failed"
+[ "$(replicas_changed replicas-again)" -eq 0 ] || fail "second apply of the replicas changed: $(grep -E '^changed:' "$tmp/replicas-again.log")"
+run_replicas replicas-sqlite -e faultline_aggregator_store= || fail "emptying the store URL failed"
+for r in "$rep_root1" "$rep_root2"; do
+  [ ! -e "$r/etc/faultline/aggregator-store.env" ] && [ ! -e "$r/etc/systemd/system/faultline-aggregator.service.d/store.conf" ] \
+    || fail "emptying the store URL left the drop-in or aggregator-store.env under $r"
+done
+
+echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, live health check, relay assert, PostgreSQL replicas)"
