@@ -181,9 +181,9 @@ TEST_CASE("relay batches: hostile bytes and bad fields are refused with a reason
   CHECK(refused > 0);
 }
 
-// Writes the fuzz seed tests/fuzz/seeds/relay-batch (run by hand: common_test "[.regenerate]").
+// Writes the fuzz seed tests/fuzz/seeds/decode/relay-batch (run by hand: common_test "[.regenerate]").
 TEST_CASE("relay batch fuzz seed", "[.regenerate]") {
   std::string bytes = encodeRelayBatch(full());
-  std::ofstream(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/relay-batch", std::ios::binary) << bytes;
+  std::ofstream(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/decode/relay-batch", std::ios::binary) << bytes;
   SUCCEED();
 }

@@ -234,9 +234,9 @@ TEST_CASE("PCI ids normalise across driver spellings", "[symptom]") {
 }
 
 TEST_CASE("a list of millions of zero-sized entries is refused before it is decoded", "[wire]") {
-  // Found by fuzz_decode (tests/fuzz/seeds/oom-empty-sources): a small batch whose `sources` list
+  // Found by fuzz_decode (tests/fuzz/seeds/decode/oom-empty-sources): a small batch whose `sources` list
   // claims millions of zero-sized structs, each of which decoded to seven strings (1+ GiB).
-  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/oom-empty-sources", std::ios::binary);
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/decode/oom-empty-sources", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   REQUIRE(bytes.size() > 0);
   REQUIRE(bytes.size() < 4096);

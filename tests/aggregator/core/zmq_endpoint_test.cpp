@@ -329,7 +329,7 @@ TEST_CASE("ingest: a NUL inside a text field is refused (it would not survive re
   Metrics metrics;
   Ingestor ingest(*store, metrics, clock);
   // encodeBatch cuts text at a NUL, so the case comes from the fuzz finding (a seed).
-  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/nul-in-rule-id", std::ios::binary);
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/decode/nul-in-rule-id", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   REQUIRE_FALSE(bytes.empty());
   auto bad = ingest.ingestBytes(bytes, "agent-gpu-01");
