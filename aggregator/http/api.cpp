@@ -53,7 +53,11 @@ std::string splitTarget(const std::string& target, std::multimap<std::string, st
 
 namespace {
 
-HttpResponse jsonResponse(int status, const json& body) { return {status, "application/json", body.dump(2) + "\n", {}}; }
+// Bytes that are not UTF-8 (a query parameter echoed back, an old row) become U+FFFD: dump() would
+// throw, and the server answer 500 (found by tests/fuzz fuzz_http: GET /symptoms?node=%F2...).
+HttpResponse jsonResponse(int status, const json& body) {
+  return {status, "application/json", body.dump(2, ' ', false, json::error_handler_t::replace) + "\n", {}};
+}
 HttpResponse error(int status, const std::string& why) { return jsonResponse(status, json{{"error", why}}); }
 
 std::string param(const std::multimap<std::string, std::string>& q, const std::string& key) {
