@@ -43,6 +43,20 @@ inline std::unique_ptr<Store> openStore(const std::string& path, const Clock& cl
   return store;
 }
 
+// The job update that records `job` (e.g. a sample bundle's job.json) under the id `id`.
+inline JobUpdate jobUpdateOf(const common::JobInfo& job, const std::string& id) {
+  JobUpdate u;
+  u.job_id = id;
+  u.state = job.state;
+  u.exit_code = job.exit_code;
+  u.start_ns = job.start_ns;
+  u.end_ns = job.end_ns;
+  u.nodes = job.nodes;
+  u.time_limit_sec = job.time_limit_sec;
+  u.ntasks_per_node = job.ntasks_per_node;
+  return u;
+}
+
 // Records a job (start/end 0 and nodes "" keep what is stored) as the prolog/epilog would.
 inline void recordTestJob(Store& store, const std::string& id, const std::string& nodes, int64_t start, int64_t end,
                           const std::string& state) {

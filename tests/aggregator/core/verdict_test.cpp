@@ -290,15 +290,7 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
     for (auto& [node, b] : batches) f.ingest(b);
     for (auto& [source, o] : outputs) REQUIRE(f.store->putJobOutput(o, &error));
     if (!outputs.empty()) ++with_output;
-    JobUpdate u;
-    u.job_id = bundle->job.job_id.empty() ? "job" : bundle->job.job_id;
-    u.state = bundle->job.state;
-    u.exit_code = bundle->job.exit_code;
-    u.start_ns = bundle->job.start_ns;
-    u.end_ns = bundle->job.end_ns;
-    u.nodes = bundle->job.nodes;
-    u.time_limit_sec = bundle->job.time_limit_sec;
-    u.ntasks_per_node = bundle->job.ntasks_per_node;
+    JobUpdate u = jobUpdateOf(bundle->job, bundle->job.job_id.empty() ? "job" : bundle->job.job_id);
     REQUIRE(f.store->recordJob(u, &error));
     if (!f.store->job(u.job_id)->failed()) continue;
     auto v = f.engine->onJobEnded(u.job_id);
