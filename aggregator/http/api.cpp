@@ -5,6 +5,7 @@
 #include "aggregator/http/web_assets.h"
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/query/query.h"
+#include "common/wire_detail.h"
 
 namespace faultline::aggregator {
 
@@ -83,7 +84,12 @@ HttpResponse Api::handle(const HttpRequest& request) {
   std::string path = splitTarget(request.target, &query);
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   HttpResponse r;
-  if (auto refused = request.method == "GET" ? refuseRead(request, path, query) : std::nullopt) r = std::move(*refused);
+  // Names, ids and filters are UTF-8 text: other bytes (once %-decoded) are refused here, before
+  // they reach the store and its JSON (tests/fuzz fuzz_http: GET /symptoms?node=%F2 threw there).
+  bool utf8 = common::wire_detail::validUtf8(path);
+  for (const auto& [k, v] : query) utf8 = utf8 && common::wire_detail::validUtf8(k) && common::wire_detail::validUtf8(v);
+  if (!utf8) r = error(400, "the path or a query parameter is not UTF-8");
+  else if (auto refused = request.method == "GET" ? refuseRead(request, path, query) : std::nullopt) r = std::move(*refused);
   else r = route(request, path, query);
   metrics_.add("faultline_http_requests_total", "code", std::to_string(r.status));
   return r;
