@@ -36,7 +36,8 @@ test: build
 
 fuzz: build
 	cd $(BUILD) && FAULTLINE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest -L fuzz -j$(JOBS) --output-on-failure \
-		--timeout $$(( $(FUZZ_SECONDS) + 600 )) -V | grep -E '^[0-9]+: fuzz_|tests passed|Failed|\*\*\*'
+		--timeout $$(( $(FUZZ_SECONDS) + 600 )) -V > fuzz.log 2>&1; rc=$$?; \
+		grep -E '^[0-9]+: (fuzz_|fuzz:|==)|tests passed|Failed' fuzz.log; exit $$rc
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(SANITIZER_CMAKE) -DFAULTLINE_SANITIZE=address,undefined
