@@ -92,6 +92,18 @@ int main(int argc, char** argv) {
   std::string read_token_file;
   app.add_option("--read-token-file", read_token_file,
                  "token every read needs (API and /ui/ dashboard; not /healthz): for --listen beyond loopback");
+  HttpServerOptions http_options;
+  bool insecure_http = false;
+  double header_timeout = 30;
+  app.add_option("--tls-cert", http_options.tls_cert_file, "PEM certificate chain: serve the API over HTTPS (with --tls-key)");
+  app.add_option("--tls-key", http_options.tls_key_file, "PEM private key of --tls-cert");
+  app.add_flag("--insecure-http", insecure_http,
+               "allow --listen beyond loopback without TLS and without --read-token-file (e.g. behind a TLS proxy)");
+  app.add_option("--http-max-body-bytes", http_options.limits.body_bytes, "largest request body (else 413)");
+  app.add_option("--http-max-header-bytes", http_options.limits.header_bytes, "largest request header (else 431)");
+  app.add_option("--http-max-headers", http_options.limits.header_count, "most header fields in a request (else 431)");
+  app.add_option("--http-header-timeout", header_timeout, "seconds a client has to send a request's header (slowloris)");
+  app.add_option("--http-max-connections", http_options.limits.max_connections, "most open connections (else 503)");
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
   app.add_option("--settle", settle, "seconds after a job's end before the verdict is revised");
   app.add_option("--margin", margin, "seconds around a job's window whose symptoms still belong to it");
@@ -171,12 +183,12 @@ int main(int argc, char** argv) {
   };
   std::string token, read_token;
   if (!readToken(token_file, &token) || !readToken(read_token_file, &read_token)) return 2;
-  const bool loopback = listen == "127.0.0.1" || listen == "::1" || listen == "localhost";
-  if (!loopback && read_token.empty())
-    std::fprintf(stderr,
-                 "faultline-aggregator: warning: listening on %s without --read-token-file: anyone who reaches the "
-                 "port reads every verdict and log line (docs/dashboard.md, \"Access\")\n",
-                 listen.c_str());
+  if (auto why = exposureError(listen, !http_options.tls_cert_file.empty(), !read_token.empty(), insecure_http);
+      !why.empty()) {
+    std::fprintf(stderr, "faultline-aggregator: %s (docs/api.md, \"Exposing the API\")\n", why.c_str());
+    return 2;
+  }
+  http_options.limits.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(header_timeout * 1000));
 
   SystemClock clock;
   std::string error;
@@ -209,13 +221,13 @@ int main(int argc, char** argv) {
   api.setStoreFile(db);
 
   net::io_context io;
-  HttpServer server(io, api);
+  HttpServer server(io, api, http_options);
   if (!server.listen(listen, port, &error)) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
     return 1;
   }
-  std::fprintf(stderr, "faultline-aggregator %s: %s, http://%s:%u, ruleset %s\n", FAULTLINE_VERSION,
-               sql::redactUrl(db).c_str(),
+  std::fprintf(stderr, "faultline-aggregator %s: %s, %s://%s:%u, ruleset %s\n", FAULTLINE_VERSION,
+               sql::redactUrl(db).c_str(), server.tls() ? "https" : "http",
                listen.c_str(), server.port(), loaded.rules->version.c_str());
   if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
 

@@ -9,6 +9,7 @@ PACKAGES=(
   capnproto libcapnp-dev
   libsystemd-dev systemd-journal-remote
   libzmq3-dev cppzmq-dev
+  libssl-dev openssl
   libsqlite3-dev sqlite3
   libpq-dev postgresql-15 postgresql-client-15
   libfmt-dev catch2 libre2-dev libyaml-cpp-dev

@@ -45,6 +45,12 @@ std::string readToken(const RemoteOptions& o) {
   return t;
 }
 
+std::string caFile(const RemoteOptions& o) {
+  if (!o.ca_file.empty()) return o.ca_file;
+  const char* env = std::getenv("FAULTLINE_CA_FILE");
+  return env ? env : "";
+}
+
 // One request, either over HTTP or against the SQLite file through the same API routing.
 std::optional<HttpResult> call(const RemoteOptions& o, const std::string& method, const std::string& target,
                                const std::string& body, int* rc) {
@@ -69,7 +75,8 @@ std::optional<HttpResult> call(const RemoteOptions& o, const std::string& method
   if (server.empty()) server = std::getenv("FAULTLINE_SERVER") ? std::getenv("FAULTLINE_SERVER") : kDefaultServer;
   // The token goes with reads too: an aggregator beyond loopback may require one for them.
   auto r = aggregator::httpCall(server, method, target, body, readToken(o),
-                                std::chrono::milliseconds(static_cast<int64_t>(o.timeout_sec * 1000)), &error);
+                                std::chrono::milliseconds(static_cast<int64_t>(o.timeout_sec * 1000)), &error,
+                                caFile(o));
   if (!r) {
     std::fprintf(stderr, "faultline: %s\n", error.c_str());
     *rc = kUnreachable;
@@ -340,11 +347,14 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
 }
 
 void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
-  app.add_option("--server", o.server, "aggregator URL (default $FAULTLINE_SERVER or http://127.0.0.1:8470)");
+  app.add_option("--server", o.server, "aggregator URL, http:// or https:// (default $FAULTLINE_SERVER or http://127.0.0.1:8470)");
   app.add_option("--db", o.db, "read/write the aggregator's SQLite file directly instead of --server");
   app.add_option("--token-file", o.token_file, "file holding the bearer token for job events (and for reads, when the aggregator requires one)");
   app.add_option("--token", o.token, "bearer token for job events and reads (or $FAULTLINE_TOKEN)");
   app.add_option("--timeout", o.timeout_sec, "seconds to wait for the aggregator");
+  app.add_option("--ca-file", o.ca_file,
+                 "PEM CA certificate an https:// --server's certificate must chain to (or $FAULTLINE_CA_FILE; "
+                 "default: the system's trusted CAs)");
 
   auto json_flag = [&](CLI::App* c) { c->add_flag("--json", o.json, "print JSON (the HTTP API's documents)"); };
   auto since = [&](CLI::App* c, const char* what) { c->add_option("--since", o.since, what); };

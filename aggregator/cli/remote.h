@@ -25,6 +25,7 @@ struct RemoteOptions {
   std::string db;
   std::string token;
   std::string token_file;
+  std::string ca_file;  // https --server: the CA its certificate must chain to ("" = system CAs)
   double timeout_sec = 10;
   bool json = false;
   // jobs / nodes / symptoms filters

@@ -1,4 +1,4 @@
-// A small blocking HTTP/1.1 client (Boost.Beast) for `faultline --server` and the tests.
+// A small blocking HTTP/1.1 and HTTPS client (Boost.Beast, OpenSSL) for `faultline --server` and the tests.
 // Each call opens one connection; never throws.
 #pragma once
 
@@ -31,9 +31,12 @@ struct HttpResult {
   }
 };
 
-// `base_url`: "http://host:port" (optionally with a path prefix). `target` starts with '/'.
+// `base_url`: "http://host:port" or "https://host:port" (optionally with a path prefix). `target`
+// starts with '/'. https: the server's certificate must chain to `ca_file` (PEM; "" = the system's
+// trusted CAs) and name the URL's host; otherwise the call fails before anything is sent.
 std::optional<HttpResult> httpCall(const std::string& base_url, const std::string& method, const std::string& target,
                                    const std::string& body, const std::string& bearer_token,
-                                   std::chrono::milliseconds timeout, std::string* error);
+                                   std::chrono::milliseconds timeout, std::string* error,
+                                   const std::string& ca_file = "");
 
 }  // namespace faultline::aggregator
