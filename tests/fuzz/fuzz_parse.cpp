@@ -8,11 +8,14 @@
 //     (the agent's sources feed whatever read() returned);
 //   - the counting contract of ParseReport (line_parser.h): every emitted record counted, every
 //     line either part of a record or skipped, each skip counted in at most one reason;
+//   - the search-first path (ParseOptions::literals, what the agent and offline scans run), fed
+//     in other chunks, counts the same and hands on every record a rule extracts a symptom from;
 //   - what the real rules extract from those records, aggregated as the agent does, makes a batch
 //     the aggregator's decoder accepts (a refused batch would lose its good symptoms too).
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/log_record.h"
@@ -110,8 +113,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ctx.kind = sourceKindOf(format);
   ctx.node_of_rank = [](int rank) { return rank % 2 ? std::string("gpu-a02") : std::string("gpu-a01"); };
   SymptomAggregator aggregator;
+  std::vector<std::pair<uint64_t, std::string>> found;  // (line, rule) of every extracted symptom
   for (const auto& record : whole.records)
-    if (auto s = engine.extract(record, ctx)) aggregator.add(std::move(*s));
+    if (auto s = engine.extract(record, ctx)) {
+      found.emplace_back(record.line, s->rule_id);
+      aggregator.add(std::move(*s));
+    }
+  if (auto scanner = engine.literalScanner()) {
+    ParseOptions fast_options = options;
+    fast_options.literals = scanner;
+    Parsed fast = parse(format, in, 1 + (h >> 16) % 97, fast_options);
+    const auto& f = fast.report;
+    if (f.lines != a.lines || f.records != a.records || f.skipped != a.skipped || f.delivered != fast.records.size())
+      fail("search-first path counts differ: lines %llu/%llu records %llu/%llu skipped %llu/%llu delivered %llu/%zu",
+           (unsigned long long)f.lines, (unsigned long long)a.lines, (unsigned long long)f.records,
+           (unsigned long long)a.records, (unsigned long long)f.skipped, (unsigned long long)a.skipped,
+           (unsigned long long)f.delivered, fast.records.size());
+    std::vector<std::pair<uint64_t, std::string>> fast_found;
+    for (const auto& record : fast.records)
+      if (auto s = engine.extract(record, ctx)) fast_found.emplace_back(record.line, s->rule_id);
+    if (fast_found != found)
+      fail("search-first path finds %zu symptoms, the full parse %zu (first: line %llu %s)", fast_found.size(),
+           found.size(), found.empty() ? 0ull : (unsigned long long)found[0].first,
+           found.empty() ? "" : found[0].second.c_str());
+  }
   SymptomBatchData batch;
   batch.header = {"agent-fuzz", "gpu-a01", options.boot_id, 1, "fuzz", engine.rules().version, 1717236000000000000};
   batch.symptoms = aggregator.drainAll();
