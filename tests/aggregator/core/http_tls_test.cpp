@@ -40,13 +40,14 @@ struct LimitedServer {
   std::thread thread;
   uint16_t port = 0;
 
-  explicit LimitedServer(HttpServerOptions options) {
+  explicit LimitedServer(HttpServerOptions options, const std::string& read_token = "") {
     std::string error;
     store = Store::open(dir.file("h.db"), clock, {}, &error);
     REQUIRE(store);
     ApiOptions ao;
     ao.write_token = "s3cret";
     ao.agent_timeout_ns = 90 * kSec;
+    ao.read_token = read_token;
     api = std::make_unique<Api>(*store, nullptr, metrics, clock, ao);
     server = std::make_unique<HttpServer>(io, *api, std::move(options));
     INFO(error);
@@ -284,7 +285,7 @@ TEST_CASE("https: /healthz over TLS verified against the test CA; plain HTTP and
   HttpServerOptions o;
   o.tls_cert_file = pki.cert;
   o.tls_key_file = pki.key;
-  LimitedServer s(o);
+  LimitedServer s(o, "r3ad");
   CHECK(s.server->tls());
   std::string error;
   auto ok = httpCall(s.url("https"), "GET", "/healthz", "", "", std::chrono::seconds(10), &error, pki.ca);
@@ -296,6 +297,14 @@ TEST_CASE("https: /healthz over TLS verified against the test CA; plain HTTP and
                           std::chrono::seconds(10), &error, pki.ca);
   REQUIRE(by_name);
   CHECK(by_name->status == 200);
+
+  // Reads need the read token, over TLS as over plain HTTP (/healthz excepted).
+  auto anonymous = httpCall(s.url("https"), "GET", "/nodes", "", "", std::chrono::seconds(10), &error, pki.ca);
+  REQUIRE(anonymous);
+  CHECK(anonymous->status == 401);
+  auto reader = httpCall(s.url("https"), "GET", "/nodes", "", "r3ad", std::chrono::seconds(10), &error, pki.ca);
+  REQUIRE(reader);
+  CHECK(reader->status == 200);
 
   // Without the CA (the system's CAs) and with another CA: the handshake is refused.
   error.clear();
