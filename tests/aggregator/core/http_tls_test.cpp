@@ -133,12 +133,17 @@ struct TestPki {
   TestPki() {
     const std::string d = dir.path(), ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
     std::ofstream(dir.file("ext")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n";
+    std::ofstream(dir.file("ext-elsewhere")) << "subjectAltName=DNS:elsewhere.example\nbasicConstraints=CA:FALSE\n";
     for (const std::string& cmd : {
              "openssl req -x509" + ec + "-keyout " + d + "/ca.key -out " + d + "/ca.pem -days 2 -subj /CN=faultline-test-ca",
              "openssl req -x509" + ec + "-keyout " + d + "/other.key -out " + d + "/other.pem -days 2 -subj /CN=other-ca",
              "openssl req" + ec + "-keyout " + d + "/server.key -out " + d + "/server.csr -subj /CN=127.0.0.1",
              "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
-                 d + "/server.pem -days 2 -extfile " + d + "/ext"}) {
+                 d + "/server.pem -days 2 -extfile " + d + "/ext",
+             // Signed by the same CA, for another host only.
+             "openssl req" + ec + "-keyout " + d + "/elsewhere.key -out " + d + "/elsewhere.csr -subj /CN=elsewhere.example",
+             "openssl x509 -req -in " + d + "/elsewhere.csr -CA " + d + "/ca.pem -CAkey " + d +
+                 "/ca.key -CAcreateserial -out " + d + "/elsewhere.pem -days 2 -extfile " + d + "/ext-elsewhere"}) {
       auto r = sh(cmd);
       INFO(cmd << "\n" << r.out);
       REQUIRE(r.status == 0);
@@ -318,6 +323,17 @@ TEST_CASE("https: /healthz over TLS verified against the test CA; plain HTTP and
   error.clear();
   CHECK_FALSE(httpCall(s.url("http"), "GET", "/healthz", "", "", std::chrono::seconds(10), &error));
   CHECK_FALSE(error.empty());
+
+  // A certificate from the right CA for another host: refused.
+  {
+    HttpServerOptions elsewhere;
+    elsewhere.tls_cert_file = pki.dir.file("elsewhere.pem");
+    elsewhere.tls_key_file = pki.dir.file("elsewhere.key");
+    LimitedServer e(elsewhere);
+    error.clear();
+    CHECK_FALSE(httpCall(e.url("https"), "GET", "/healthz", "", "", std::chrono::seconds(10), &error, pki.ca));
+    CHECK_THAT(error, Catch::Contains("certificate verify failed"));
+  }
 
   // A server whose key does not match: listen() says so.
   boost::asio::io_context io;
