@@ -6,14 +6,15 @@
 
 namespace faultline::aggregator {
 
-Leadership::Leadership(std::string target) : target_(std::move(target)), shared_(sql::isPostgresUrl(target_)) {
-  if (!shared_) leader_ = true;
-}
+Leadership::Leadership(std::string target) : target_(std::move(target)), shared_(sql::isPostgresUrl(target_)) {}
 
 Leadership::~Leadership() = default;
 
 bool Leadership::poll(std::string* error) {
-  if (!shared_) return true;
+  if (!shared_) {  // the first poll makes the only process the leader (main starts the relay then)
+    leader_.store(true, std::memory_order_release);
+    return true;
+  }
   auto lose = [&](std::string why) {
     if (error) *error = std::move(why);
     db_.reset();  // closing the session releases the lock if the server still thought it held

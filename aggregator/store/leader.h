@@ -31,7 +31,7 @@ class Leadership {
   // Takes the lock if free, or confirms it is still held; returns whether this replica leads.
   // Blocks for at most one short query (or one connection attempt). *error: why it cannot lead.
   bool poll(std::string* error = nullptr);
-  // The state after the last poll (any thread).
+  // The state after the last poll (any thread); false before the first, also for SQLite.
   bool leader() const { return leader_.load(std::memory_order_acquire); }
   bool shared() const { return shared_; }  // several replicas possible (PostgreSQL)
 

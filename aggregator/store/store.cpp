@@ -408,6 +408,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
 }
 
 int Store::schemaVersion() {
+  Lock lock(*this);  // also from the API's /healthz: never on a connection another thread is using
   if (db_->postgres()) {
     // A table the first migration creates; none yet = version 0.
     Stmt t(db_->get(), "SELECT to_regclass('faultline_schema') IS NOT NULL");
