@@ -1229,6 +1229,29 @@ std::optional<NodeRow> Store::node(const std::string& hostname) {
   return n;
 }
 
+std::map<std::string, NodeRow> Store::nodes(const std::vector<std::string>& hostnames) {
+  Lock lock(*this);
+  const std::string names = joinJsonArray(hostnames);
+  std::map<std::string, NodeRow> out;
+  Stmt s(db_->get(), fmt::format("SELECT {} FROM nodes WHERE hostname IN {}", kNodeColumns, db_->jsonList(1)));
+  s.bind(1, names);
+  while (s.step() == sql::kRow) {
+    NodeRow n = nodeFromRow(s);
+    out.emplace(n.hostname, std::move(n));
+  }
+  Stmt src(db_->get(), fmt::format("SELECT node, source, format, status, reason, records, skipped, lost FROM "
+                                   "source_status WHERE node IN {} ORDER BY node, source",
+                                   db_->jsonList(1)));
+  src.bind(1, names);
+  while (src.step() == sql::kRow) {
+    auto it = out.find(src.text(0));
+    if (it == out.end()) continue;
+    it->second.sources.push_back({src.text(1), src.text(2), src.text(3), src.text(4), uint64_t(src.i64(5)),
+                                  uint64_t(src.i64(6)), uint64_t(src.i64(7))});
+  }
+  return out;
+}
+
 std::vector<NodeEvent> Store::nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit) {
   Lock lock(*this);
   Stmt s(db_->get(),

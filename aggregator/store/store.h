@@ -293,6 +293,9 @@ class Store {
   std::vector<AgentRow> agents();
   std::vector<NodeRow> nodes();
   std::optional<NodeRow> node(const std::string& hostname);
+  // The rows (with their sources) of those of `hostnames` that have one: two queries for a whole
+  // job's nodes (the verdict's coverage) instead of two per node.
+  std::map<std::string, NodeRow> nodes(const std::vector<std::string>& hostnames);
   std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
   // The latest inventory stored for each of `nodes` that has one (from agents' heartbeats).
   std::map<std::string, common::NodeInventory> inventories(const std::vector<std::string>& nodes);

@@ -20,9 +20,10 @@ VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<c
 std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job) {
   std::vector<std::string> out;
   const int64_t needed = job.info.end_ns + options_.window_margin_ns;
+  auto rows = store_.nodes(job.info.nodes);
   for (const auto& n : job.info.nodes) {
-    auto row = store_.node(n);
-    if (!row || row->reported_ns < needed) out.push_back(n);
+    auto row = rows.find(n);
+    if (row == rows.end() || row->second.reported_ns < needed) out.push_back(n);
   }
   return out;
 }
@@ -89,8 +90,10 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
 
   // Coverage from the agents: what each node's sources say, and who is silent.
   std::vector<common::CoverageEntry> coverage;
+  auto rows = store_.nodes(job.info.nodes);
   for (const auto& n : job.info.nodes) {
-    auto row = store_.node(n);
+    auto found = rows.find(n);
+    const NodeRow* row = found == rows.end() ? nullptr : &found->second;
     if (!row || row->last_heartbeat_ns == 0) {
       if (row && row->last_seen_ns && now - row->last_seen_ns <= options_.agent_timeout_ns) {
         coverage.push_back({n, "agent", "", 0, 0, "partial", "batches but no heartbeat yet"});
