@@ -53,6 +53,7 @@ package: build
 	cd $(BUILD) && cpack -G DEB
 
 bench: build
+	@bash bench/startup.sh $(BUILD)
 	@bash bench/extract.sh $(BUILD)
 
 clean:

@@ -12,6 +12,7 @@ constexpr int64_t kHeartbeatRetryMs = 1000;
 std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) {
   auto lean = std::make_shared<common::RuleSet>();
   lean->version = full.version;
+  lean->literal_scanner = full.literal_scanner;
   lean->rules.reserve(full.rules.size());
   for (const auto& r : full.rules) {
     common::Rule c;

@@ -66,6 +66,8 @@ const std::vector<Key>& keys() {
              "normal|full: fsync the spool at checkpoints (kill -9 safe) or on every commit (power-loss safe)"),
       list("rules_dirs", &AgentConfig::rules_dirs, "rule directories"),
       scalar("rules_override_dir", &AgentConfig::rules_override_dir, "local rule directory, loaded after rules_dirs"),
+      scalar("rules_cache_dir", &AgentConfig::rules_cache_dir,
+             "rule cache directory (default: <state_dir>; off: load the YAML rules every start)"),
       list("endpoints", &AgentConfig::endpoints, "aggregator endpoints (tcp://host:port)"),
       scalar("curve_secret_key_file", &AgentConfig::curve_secret_key_file, "file with this agent's Z85 secret key"),
       scalar("curve_server_public_key", &AgentConfig::curve_server_public_key, "aggregator's Z85 public key"),

@@ -25,6 +25,9 @@ struct AgentConfig {
 
   std::vector<std::string> rules_dirs = {"/usr/share/faultline/rules"};
   std::string rules_override_dir = "/etc/faultline/rules.d";  // loaded after, if it exists
+  // The rule cache (common/rule_cache.h): the loaded rules and their compiled literal search in
+  // one file, rebuilt when a rule file changes. "" = <state_dir>; "off" = always load the YAML.
+  std::string rules_cache_dir;
 
   std::vector<std::string> endpoints;   // aggregator(s): tcp://host:port
   std::string curve_secret_key_file;    // this agent's Z85 secret key (faultline-agent keygen)
@@ -66,6 +69,9 @@ struct AgentConfig {
   int log_rate_per_minute = 60;
 
   std::string spoolPath() const { return spool_path.empty() ? state_dir + "/spool.db" : spool_path; }
+  std::string rulesCacheDir() const {
+    return rules_cache_dir == "off" ? "" : rules_cache_dir.empty() ? state_dir : rules_cache_dir;
+  }
 };
 
 struct ConfigParse {

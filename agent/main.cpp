@@ -25,6 +25,7 @@
 #include "agent/sources/kmsg_source.h"
 #include "agent/spool.h"
 #include "agent/system_info.h"
+#include "common/rule_cache.h"
 #include "common/rule_set.h"
 #include "common/time_zone.h"
 
@@ -100,7 +101,9 @@ int main(int argc, char** argv) {
   if (parsed.exit_now) return parsed.exit_code;
   if (parsed.keygen) return keygen(parsed.keygen_dir);
   AgentConfig cfg = parsed.config;
-  auto rules = common::loadRuleDirs(ruleDirs(cfg));
+  auto cached = common::loadRuleDirsCached(ruleDirs(cfg), cfg.rulesCacheDir());
+  if (!cached.note.empty()) std::fprintf(stderr, "faultline-agent: %s\n", cached.note.c_str());
+  auto& rules = cached.result;
   for (const auto& e : rules.errors) parsed.errors.push_back(e);
   if (!parsed.errors.empty()) {
     for (const auto& e : parsed.errors) std::fprintf(stderr, "%s\n", e.c_str());
@@ -261,7 +264,9 @@ int main(int argc, char** argv) {
   std::function<void()> armHup = [&] {
     hup.async_wait([&](const boost::system::error_code& e, int) {
       if (e) return;
-      auto fresh = common::loadRuleDirs(ruleDirs(cfg));
+      auto reload = common::loadRuleDirsCached(ruleDirs(cfg), cfg.rulesCacheDir());
+      if (!reload.note.empty()) log.error("faultline-agent: {}", reload.note);
+      auto& fresh = reload.result;
       if (!fresh.rules) {
         for (const auto& err : fresh.errors) log.error("faultline-agent: rule reload: {}", err);
         log.error("faultline-agent: rule reload failed, keeping the old rules");

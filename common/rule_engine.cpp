@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <numeric>
+#include <set>
 
 namespace faultline::common {
 
@@ -106,7 +107,10 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
     }
   }
   std::string scanner_error;
-  literal_scanner_ = LiteralScanner::build(literals, &scanner_error);
+  if (rules_->literal_scanner && rules_->literal_scanner->literals() == literals)
+    literal_scanner_ = rules_->literal_scanner;  // precompiled (the rule cache)
+  else
+    literal_scanner_ = LiteralScanner::build(literals, &scanner_error);
   literals_ = literals;
   if (!literal_scanner_) {
     RE2::Options opts;
@@ -130,6 +134,17 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
 }
 
 RuleEngine::~RuleEngine() = default;
+
+std::vector<std::string> RuleEngine::literalsOf(const RuleSet& rules) {
+  std::set<std::string_view> seen;
+  std::vector<std::string> literals;
+  for (const auto& r : rules.rules) {
+    if (r.deprecated || (!r.regex && r.pattern.empty())) continue;
+    for (const auto& lit : r.prefilters)
+      if (seen.insert(lit).second) literals.push_back(lit);
+  }
+  return literals;
+}
 
 const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
                               std::map<std::string, std::string>* captures) const {

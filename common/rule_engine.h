@@ -49,6 +49,10 @@ class RuleEngine {
   // on every record and nothing is lost).
   std::shared_ptr<const LiteralScanner> literalScanner() const { return literal_scanner_; }
 
+  // The distinct prefilter literals of a rule set's live rules, in the order the engine numbers
+  // them (what its literalScanner is built from).
+  static std::vector<std::string> literalsOf(const RuleSet& rules);
+
   const RuleSet& rules() const { return *rules_; }
   std::shared_ptr<const RuleSet> rulesPtr() const { return rules_; }
 

@@ -20,6 +20,8 @@ class RE2;
 
 namespace faultline::common {
 
+class LiteralScanner;
+
 struct Rule {
   std::string id;
   std::string since;
@@ -60,6 +62,10 @@ struct RuleSet {
   // order: the correlator applies them in this order.
   std::vector<Relation> relations;
   std::string version;      // "<rules/VERSION>+<hash of contents>"
+  // The compiled search over the rules' prefilter literals, when the loader already has it (the
+  // rule cache: common/rule_cache.h). A RuleEngine uses it when it was built from exactly the
+  // literals the engine derives from `rules` (RuleEngine::literalsOf), else compiles its own.
+  std::shared_ptr<const LiteralScanner> literal_scanner;
   const Rule* find(const std::string& id) const;
 };
 

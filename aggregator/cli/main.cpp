@@ -17,6 +17,7 @@
 #include "aggregator/offline/bundle.h"
 #include "aggregator/store/db.h"
 #include "aggregator/store/store_copy.h"
+#include "common/rule_cache.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
 
@@ -30,8 +31,14 @@ std::vector<std::string> defaultRuleDirs() {
   return {FAULTLINE_DEFAULT_RULES};
 }
 
+// --rules-cache: the rule cache's directory (common/rule_cache.h); "off": load the YAML every time.
+std::string g_rules_cache = common::defaultRuleCacheDir();
+
 std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::string>& dirs) {
-  auto loaded = common::loadRuleDirs(dirs.empty() ? defaultRuleDirs() : dirs);
+  auto cached = common::loadRuleDirsCached(dirs.empty() ? defaultRuleDirs() : dirs,
+                                           g_rules_cache == "off" ? "" : g_rules_cache);
+  if (!cached.note.empty()) std::fprintf(stderr, "faultline: %s\n", cached.note.c_str());
+  auto& loaded = cached.result;
   if (!loaded.rules) {
     for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
     std::fprintf(stderr, "faultline: %zu problem(s) in the rules\n", loaded.errors.size());
@@ -201,6 +208,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::string> rule_dirs;
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
+  app.add_option("--rules-cache", g_rules_cache,
+                 "rule cache directory (default: $XDG_CACHE_HOME/faultline or ~/.cache/faultline; off: none)");
 
   auto* attribute = app.add_subcommand("attribute", "diagnose a job from a bundle of collected logs");
   std::vector<std::string> bundles;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 namespace faultline::common {
 namespace {
@@ -82,11 +84,68 @@ std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<st
   all.insert(all.end(), triggers().begin(), triggers().end());
   std::shared_ptr<LiteralScanner> s(new LiteralScanner);
   s->count_ = literals.size();
+  s->literals_ = literals;
   s->serial_ = next_serial.fetch_add(1);
   s->stream_db_ = compile(all, HS_MODE_STREAM, error);
   if (!s->stream_db_) return nullptr;
   s->block_db_ = compile(all, HS_MODE_BLOCK, error);
   if (!s->block_db_) return nullptr;
+  if (hs_alloc_scratch(s->stream_db_, &s->proto_scratch_) != HS_SUCCESS ||
+      hs_alloc_scratch(s->block_db_, &s->proto_scratch_) != HS_SUCCESS) {
+    *error = "vectorscan: cannot allocate scratch space";
+    return nullptr;
+  }
+  return s;
+}
+
+namespace {
+void putBlob(std::string& out, const char* bytes, size_t n) {
+  uint64_t len = n;
+  out.append(reinterpret_cast<const char*>(&len), sizeof len);
+  out.append(bytes, n);
+}
+bool takeBlob(std::string_view& in, std::string_view* blob) {
+  uint64_t len = 0;
+  if (in.size() < sizeof len) return false;
+  std::memcpy(&len, in.data(), sizeof len);
+  in.remove_prefix(sizeof len);
+  if (len > in.size()) return false;
+  *blob = in.substr(0, len);
+  in.remove_prefix(len);
+  return true;
+}
+}  // namespace
+
+std::string LiteralScanner::serialize() const {
+  std::string out;
+  for (hs_database_t* db : {stream_db_, block_db_}) {
+    char* bytes = nullptr;
+    size_t n = 0;
+    if (hs_serialize_database(db, &bytes, &n) != HS_SUCCESS) return {};
+    putBlob(out, bytes, n);
+    std::free(bytes);
+  }
+  return out;
+}
+
+std::shared_ptr<const LiteralScanner> LiteralScanner::fromSerialized(const std::vector<std::string>& literals,
+                                                                     std::string_view blob, std::string* error) {
+  std::string_view stream_bytes, block_bytes;
+  if (!takeBlob(blob, &stream_bytes) || !takeBlob(blob, &block_bytes) || !blob.empty()) {
+    *error = "vectorscan databases: truncated";
+    return nullptr;
+  }
+  std::shared_ptr<LiteralScanner> s(new LiteralScanner);
+  s->count_ = literals.size();
+  s->literals_ = literals;
+  s->serial_ = next_serial.fetch_add(1);
+  for (auto [bytes, db] : {std::pair{stream_bytes, &s->stream_db_}, std::pair{block_bytes, &s->block_db_}}) {
+    if (hs_deserialize_database(bytes.data(), bytes.size(), db) != HS_SUCCESS) {
+      *db = nullptr;
+      *error = "vectorscan databases: not readable by this Vectorscan";
+      return nullptr;
+    }
+  }
   if (hs_alloc_scratch(s->stream_db_, &s->proto_scratch_) != HS_SUCCESS ||
       hs_alloc_scratch(s->block_db_, &s->proto_scratch_) != HS_SUCCESS) {
     *error = "vectorscan: cannot allocate scratch space";

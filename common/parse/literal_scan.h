@@ -40,6 +40,16 @@ class LiteralScanner {
   LiteralScanner& operator=(const LiteralScanner&) = delete;
 
   size_t literalCount() const { return count_; }
+  // The literals it was built from (literal i has id i).
+  const std::vector<std::string>& literals() const { return literals_; }
+
+  // Both compiled databases (hs_serialize_database) in one blob, so a rule cache can skip the
+  // compile at start-up; fromSerialized() takes the same literals and that blob back. Null with
+  // *error set when the blob is not one (truncated, another Vectorscan version or platform):
+  // then build() again.
+  std::string serialize() const;
+  static std::shared_ptr<const LiteralScanner> fromSerialized(const std::vector<std::string>& literals,
+                                                              std::string_view blob, std::string* error);
   // Block mode over one string: the ids of the literals that occur in it (each once, ascending;
   // triggers not included). False when the search failed (then *ids is meaningless).
   bool literalsIn(std::string_view text, std::vector<int>* ids) const;
@@ -77,6 +87,7 @@ class LiteralScanner {
   hs_database* block_db_ = nullptr;
   hs_scratch* proto_scratch_ = nullptr;  // cloned per Stream / per thread
   size_t count_ = 0;
+  std::vector<std::string> literals_;
   uint64_t serial_ = 0;  // unique per scanner (per-thread scratch bookkeeping)
 };
 
