@@ -87,6 +87,13 @@ IngestResult Ingestor::ingestGrouped(const common::SymptomBatchData& batch, std:
   return counted(t0, store_.ingestBatchGrouped(batch, authenticated_agent));
 }
 
+std::vector<IngestResult> Ingestor::ingestRun(const std::vector<Store::IngestInput>& batches) {
+  int64_t t0 = clock_.steadyNs();
+  auto results = store_.ingestBatches(batches);
+  for (auto& r : results) r = counted(t0, std::move(r));  // each batch waited for the whole run
+  return results;
+}
+
 IngestResult Ingestor::ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   int64_t t0 = clock_.steadyNs();
   return counted(t0, store_.ingestBatch(batch, authenticated_agent));

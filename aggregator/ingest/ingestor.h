@@ -36,6 +36,9 @@ class Ingestor {
   std::optional<common::SymptomBatchData> decodeBatch(std::string_view payload, std::string_view authenticated_host,
                                                       uint64_t* sequence, IngestResult* rejected);
   IngestResult ingestGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // A run of decoded batches through Store::ingestBatches (a few statements per table for the
+  // whole run); each result counted as ingestGrouped counts one.
+  std::vector<IngestResult> ingestRun(const std::vector<Store::IngestInput>& batches);
   // A site relay's RelayBatch ("relay" frames): `authenticated_site` is the site name of the
   // relay's key (relays/SITE.pub); a batch claiming another site is rejected ("relay: site
   // mismatch"). `sequence` gets the batch's sequence once decoded.

@@ -271,20 +271,38 @@ void ZmqEndpoint::handleRouterGrouped() {
     }
     sendAcks();
   };
-  for (size_t i = 0; i < items.size(); ++i) {
-    auto& it = items[i];
-    if (!it.batch) {
-      dispatch(*it.s);
+  // Consecutive batches go to the store as one run (a few statements per table for all of them);
+  // heartbeats and relay batches between them keep their place.
+  constexpr size_t kMaxRun = 256;
+  for (size_t i = 0; i < items.size();) {
+    size_t end = i;
+    if (!items[i].batch) {
+      dispatch(*items[i].s);
+      end = i + 1;
     } else {
-      auto r = group ? ingestor_.ingestGrouped(*it.batch, it.s->routing_id) : ingestor_.ingest(*it.batch, it.s->routing_id);
-      if (r.status == IngestResult::Status::kRejected)
-        reject("", it.s->who, r.reason);  // counted by the Ingestor
-      else
-        pending_acks_.emplace_back(it.s->routing_id, common::encodeAck({it.s->routing_id, it.sequence}));
+      while (end < items.size() && items[end].batch && end - i < kMaxRun) ++end;
+      std::vector<Store::IngestInput> run;
+      run.reserve(end - i);
+      for (size_t k = i; k < end; ++k) run.push_back({&*items[k].batch, items[k].s->routing_id});
+      std::vector<IngestResult> results;
+      if (group) {
+        results = ingestor_.ingestRun(run);
+      } else {
+        for (const auto& in : run) results.push_back(ingestor_.ingest(*in.batch, in.agent));
+      }
+      for (size_t k = i; k < end; ++k) {
+        const auto& r = results[k - i];
+        auto& it = items[k];
+        if (r.status == IngestResult::Status::kRejected)
+          reject("", it.s->who, r.reason);  // counted by the Ingestor
+        else
+          pending_acks_.emplace_back(it.s->routing_id, common::encodeAck({it.s->routing_id, it.sequence}));
+      }
     }
+    i = end;
     // The HTTP API or the verdict engine wants the store: commit and ack what we have, let it
     // in (beginGroup yields to it), and go on with the rest of the pass in a new group.
-    if (group && i + 1 < items.size() && ingestor_.othersWaiting()) {
+    if (group && i < items.size() && ingestor_.othersWaiting()) {
       commit();
       group = ingestor_.beginGroup();
     }

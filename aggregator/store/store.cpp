@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "aggregator/store/migrations.h"
+#include "aggregator/store/store_internal.h"
 #include "aggregator/store/db.h"
 #include "common/hostlist.h"
 
@@ -480,8 +481,6 @@ bool Store::addNodeEvent(const NodeEvent& e) {
   return true;
 }
 
-namespace {
-
 // The checks of a batch that need no store: "" when it may be stored.
 std::string batchCheck(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   const auto& h = batch.header;
@@ -499,16 +498,14 @@ IngestResult rejectedResult(std::string reason) {
   return r;
 }
 
-}  // namespace
 
-// A stored batch's sender: the agent's and node's rows (counts, last seen, boot), a node event
-// for a new node or a reboot, the node's source coverage. `cached`: statements prepared once
-// (the grouped writer) instead of per call (the previous path, kept as is for comparisons).
-bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t now, bool cached) {
+// A stored batch's sender, for ingestBatch (the old one-batch path, kept as the load bench's peer;
+// ingestBatches folds the same rows for a whole run): the agent's and node's rows (counts, last
+// seen, boot), a node event for a new node or a reboot, the node's source coverage.
+bool Store::recordSenderLocked(const common::SymptomBatchData& batch, int64_t now) {
   const auto& h = batch.header;
   auto prepare = [&](std::optional<Stmt>& st, std::string_view q) -> Stmt& {
-    if (cached) st.emplace(*db_, q);
-    else st.emplace(db_->get(), q);
+    st.emplace(db_->get(), q);
     return *st;
   };
   {
@@ -595,7 +592,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     r.last_symptom_id = ins.i64(0);
     ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
   }
-  if (!recordSenderLocked(batch, now, false)) return reject("store: " + db_->errmsg());
+  if (!recordSenderLocked(batch, now)) return reject("store: " + db_->errmsg());
   std::string err;
   if (!tx.commit(&err)) return reject("store: " + err);
   r.status = IngestResult::Status::kStored;
@@ -604,72 +601,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
 }
 
 IngestResult Store::ingestBatchGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
-  if (auto why = batchCheck(batch, authenticated_agent); !why.empty()) return rejectedResult(std::move(why));
-  const auto& h = batch.header;
-  const int64_t now = clock_.nowNs();
-  auto reject = rejectedResult;
-  IngestResult r;
-
-  Lock lock(*this);
-  // Held by this thread's group (the mutex is recursive, so in_group_ is ours) or our own
-  // transaction. In a group, a failed write poisons the group: its writes are not undone one by
-  // one, the whole group rolls back at endGroup.
-  std::optional<sql::Transaction> tx;
-  if (!in_group_) {
-    tx.emplace(*db_);
-    if (!tx->began()) return reject("store: " + db_->errmsg());
-  } else if (group_failed_) {
-    return reject("store: group failed");
-  }
-  auto fail = [&](std::string reason) {
-    if (in_group_) group_failed_ = true;
-    return reject("store: " + std::move(reason));
-  };
-  {
-    Stmt owner(*db_, "SELECT agent_id FROM agents WHERE hostname = ?");
-    owner.bind(1, h.hostname);
-    int rc = owner.step();
-    if (rc == sql::kRow && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
-    if (rc != sql::kRow && rc != sql::kDone) return fail(db_->errmsg());
-  }
-  {
-    Stmt key(*db_,
-             "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?) "
-             "ON CONFLICT DO NOTHING");
-    key.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, now).bind(5, int64_t(batch.symptoms.size()));
-    if (key.step() != sql::kDone) return fail(db_->errmsg());
-    if (db_->changes() == 0) {
-      r.status = IngestResult::Status::kDuplicate;
-      return r;  // nothing written
-    }
-  }
-  {
-    Stmt ins(*db_,
-             "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
-             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
-    std::string payload;
-    for (const auto& s : batch.symptoms) {
-      // Bound without copies: everything outlives the step, and the reset above came first.
-      ins.reset();
-      payload = symptomJsonText(s);
-      ins.bindRef(1, h.agent_id).bindRef(2, h.boot_id).bind(3, h.sequence).bindRef(4, s.node).bindRef(5, s.rule_id);
-      ins.bindRef(6, common::subDomainName(s.sub_domain)).bindRef(7, common::roleName(s.role));
-      ins.bindRef(8, common::severityName(s.severity)).bindRef(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
-      ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
-      ins.bindRef(15, payload);
-      if (ins.step() != sql::kRow) return fail(db_->errmsg());
-      r.last_symptom_id = ins.i64(0);
-      ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
-    }
-  }
-  if (!recordSenderLocked(batch, now, true)) return fail(db_->errmsg());
-  if (tx) {
-    std::string err;
-    if (!tx->commit(&err)) return reject("store: " + err);
-  }
-  r.status = IngestResult::Status::kStored;
-  r.symptoms = batch.symptoms.size();
-  return r;
+  return ingestBatches({{&batch, authenticated_agent}})[0];
 }
 
 bool Store::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason) {

@@ -47,7 +47,7 @@ struct IngestResult {
   Status status = Status::kRejected;
   std::string reason;         // why rejected ("agent id mismatch", "store: disk I/O error", ...)
   size_t symptoms = 0;        // stored by this call
-  int64_t last_symptom_id = 0;
+  int64_t last_symptom_id = 0;  // the highest symptom id the call wrote (ingestBatches: the whole run's)
 };
 std::string_view ingestStatusName(IngestResult::Status s);
 
@@ -240,12 +240,21 @@ class Store {
   // agent id differs from the authenticated one, empty host/agent, a symptom for another node,
   // the hostname already bound to another agent, or a store failure.
   IngestResult ingestBatch(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
-  // The same checks and rows as ingestBatch, for the ingest writer: statements prepared once per
-  // connection and reused, and inside a group (beginGroup) no savepoint per batch — a store
-  // failure after the checks fails the whole group instead (endGroup rolls back and returns
-  // false, so nothing of it is acked and the agents resend). Outside a group: its own
-  // transaction, like ingestBatch.
+  // The same checks and rows as ingestBatch, for the ingest writer, and inside a group
+  // (beginGroup) no savepoint per batch — a store failure after the checks fails the whole group
+  // instead (endGroup rolls back and returns false, so nothing of it is acked and the agents
+  // resend). Outside a group: its own transaction, like ingestBatch. ingestBatches of one.
   IngestResult ingestBatchGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
+  // A run of batches for the grouped writer (one pass of the ingest loop): the results
+  // ingestBatchGrouped on each in turn would give, and the same rows, written with a few
+  // multi-row statements per table (batch_ingest.cpp) instead of a dozen statements per batch —
+  // on PostgreSQL one round trip per table and chunk. Inside a group a store failure fails the
+  // group; outside, the run is one transaction and a store failure rejects all of it.
+  struct IngestInput {
+    const common::SymptomBatchData* batch;
+    std::string_view agent;  // the authenticated agent id
+  };
+  std::vector<IngestResult> ingestBatches(const std::vector<IngestInput>& batches);
   // Records the agent's liveness, spool state and per-source status. false + *reason on reject.
   bool recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason);
 
@@ -355,7 +364,7 @@ class Store {
   std::optional<JobRow> jobLocked(const std::string& job_id);
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
-  bool recordSenderLocked(const common::SymptomBatchData& batch, int64_t now, bool cached);
+  bool recordSenderLocked(const common::SymptomBatchData& batch, int64_t now);
   bool putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                           int64_t now_ns);
 

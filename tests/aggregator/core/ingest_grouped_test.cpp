@@ -218,3 +218,105 @@ TEST_CASE("ingest: symptomFromPayload reads back what symptomFromJson reads, any
   }
   CHECK(symptomFromPayload(R"({"summary":"caf\u00e9"})").summary == "café");
 }
+
+TEST_CASE("ingest: a run of batches in one call gives each batch's result and the rows of one call per batch",
+          "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto one = openStore(dir.file("one.db"), clock);
+  auto run = openStore(dir.file("run.db"), clock);
+  // Stored before the run in both: gpu-03's agent (binds the hostname) and gpu-01's batch 1.
+  auto before = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid79", kT0)});
+  auto gpu03 = makeBatch("gpu-03", 1, {makeSymptom("gpu-03", "gpu.xid48", kT0)});
+  for (auto* s : {one.get(), run.get()}) {
+    REQUIRE(s->ingestBatch(before, "agent-gpu-01").status == IngestResult::Status::kStored);
+    REQUIRE(s->ingestBatch(gpu03, "agent-gpu-03").status == IngestResult::Status::kStored);
+  }
+  // The run: more batches than the largest chunk (so several statements per table), a reboot
+  // mid-run, a node first seen in the run, a resend of a stored batch, a repeat inside the run,
+  // a hostname bound by an earlier batch of the run, one bound before, and failed checks.
+  std::vector<std::pair<common::SymptomBatchData, std::string>> batches;
+  for (uint64_t seq = 2; seq <= 140; ++seq)
+    for (std::string node : {"gpu-01", "gpu-02"}) {
+      std::vector<common::Symptom> syms;
+      for (uint64_t k = 0; k < seq % 4; ++k)
+        syms.push_back(makeSymptom(node, k % 2 ? "nccl.timeout" : "gpu.xid79", kT0 + int64_t(seq * 10 + k) * kSec));
+      auto b = makeBatch(node, seq, syms, seq > 70 ? "boot-2" : (seq == 40 ? "" : "boot-1"));
+      b.sources.push_back({node, "kmsg", "kmsg", 10 * seq, seq % 3, seq % 50 ? "ok" : "lagging", ""});
+      if (seq % 7 == 0) b.sources.push_back({node, "journal", "journal", seq, 0, "ok", ""});
+      batches.emplace_back(b, b.header.agent_id);
+    }
+  batches.emplace_back(before, "agent-gpu-01");          // stored before the run: duplicate
+  batches.emplace_back(batches[5].first, "agent-gpu-02");  // twice in the run: duplicate
+  auto intruder = makeBatch("gpu-02", 1, {makeSymptom("gpu-02", "x", kT0)});
+  intruder.header.agent_id = "intruder";
+  batches.emplace_back(intruder, "intruder");  // gpu-02 was bound by this run's first gpu-02 batch
+  auto squatter = makeBatch("gpu-03", 9, {});
+  squatter.header.agent_id = "squatter";
+  batches.emplace_back(squatter, "squatter");                 // bound before the run
+  batches.emplace_back(makeBatch("gpu-04", 1, {}), "other");  // agent id mismatch
+  batches.emplace_back(makeBatch("gpu-04", 1, {makeSymptom("gpu-05", "x", kT0)}), "agent-gpu-04");
+
+  std::vector<IngestResult> expected;
+  for (const auto& [b, agent] : batches) expected.push_back(one->ingestBatch(b, agent));
+  std::vector<Store::IngestInput> in;
+  for (const auto& [b, agent] : batches) in.push_back({&b, agent});
+  REQUIRE(run->beginGroup(nullptr));
+  auto got = run->ingestBatches(in);
+  REQUIRE(run->endGroup(nullptr));
+
+  REQUIRE(got.size() == expected.size());
+  size_t stored = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("batch " << i);
+    CHECK(ingestStatusName(got[i].status) == ingestStatusName(expected[i].status));
+    CHECK(got[i].reason == expected[i].reason);
+    CHECK(got[i].symptoms == expected[i].symptoms);
+    stored += got[i].status == IngestResult::Status::kStored;
+  }
+  CHECK(stored == 2 * 139);
+  CHECK(ingestStatusName(got[got.size() - 6].status) == std::string("duplicate"));
+  CHECK(got[got.size() - 4].reason == "hostname bound to another agent");
+  CHECK(got[got.size() - 3].reason == "hostname bound to another agent");
+
+  const std::vector<std::string> nodes = {"gpu-01", "gpu-02", "gpu-03"};
+  CHECK(storedPayloads(*run, nodes) == storedPayloads(*one, nodes));
+  auto ca = one->counts(), cb = run->counts();
+  CHECK(cb.batches == ca.batches);
+  CHECK(cb.symptoms == ca.symptoms);
+  CHECK(cb.agents == ca.agents);
+  auto agents_a = one->agents(), agents_b = run->agents();
+  REQUIRE(agents_b.size() == agents_a.size());
+  for (size_t i = 0; i < agents_a.size(); ++i) {
+    CHECK(agents_b[i].agent_id == agents_a[i].agent_id);
+    CHECK(agents_b[i].hostname == agents_a[i].hostname);
+    CHECK(agents_b[i].boot_id == agents_a[i].boot_id);
+    CHECK(agents_b[i].batches == agents_a[i].batches);
+    CHECK(agents_b[i].symptoms == agents_a[i].symptoms);
+  }
+  auto na = one->nodes(), nb = run->nodes();
+  REQUIRE(nb.size() == na.size());
+  for (size_t i = 0; i < na.size(); ++i) {
+    INFO(na[i].hostname);
+    CHECK(nb[i].hostname == na[i].hostname);
+    CHECK(nb[i].boot_id == na[i].boot_id);
+    CHECK(nb[i].agent_id == na[i].agent_id);
+    CHECK(nb[i].symptoms == na[i].symptoms);
+    REQUIRE(nb[i].sources.size() == na[i].sources.size());
+    for (size_t k = 0; k < na[i].sources.size(); ++k) {
+      CHECK(nb[i].sources[k].source == na[i].sources[k].source);
+      CHECK(nb[i].sources[k].status == na[i].sources[k].status);
+      CHECK(nb[i].sources[k].records == na[i].sources[k].records);
+      CHECK(nb[i].sources[k].skipped == na[i].sources[k].skipped);
+    }
+  }
+  for (const auto& node : nodes) {
+    auto ha = one->nodeHistory(node, 0), hb = run->nodeHistory(node, 0);
+    REQUIRE(hb.size() == ha.size());
+    for (size_t i = 0; i < ha.size(); ++i) {
+      CHECK(hb[i].kind == ha[i].kind);
+      CHECK(hb[i].detail == ha[i].detail);
+    }
+  }
+  CHECK(one->nodeHistory("gpu-01", 0).size() == 2);  // agent_seen, boot-1 -> boot-2
+}

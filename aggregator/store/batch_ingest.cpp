@@ -1,0 +1,341 @@
+// Store::ingestBatches: the grouped writer's set-based half. A run of batches from one pass of
+// the ingest loop is written with a handful of multi-row statements — one per table and chunk —
+// instead of about a dozen statements per batch. On SQLite that saves the per-statement work; on
+// PostgreSQL it saves a round trip per statement, which is what bounded a replica's ingest rate.
+//
+// The result is the same, row for row, as storing the batches one after another with
+// ingestBatch (tests/aggregator/core/ingest_grouped_test.cpp compares them): the checks run in
+// batch order against the stored state plus what the earlier batches of the run would have
+// written, and the per-agent, per-node and per-source rows are folded in that order first.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "aggregator/store/db.h"
+#include "aggregator/store/store.h"
+#include "aggregator/store/store_internal.h"
+
+namespace faultline::aggregator {
+
+using sql::Stmt;
+
+namespace {
+
+// Rows per statement: a run is cut into chunks of these sizes (largest first), so a handful of
+// statement texts are prepared once per connection and reused. 256 rows of the widest table
+// (symptoms, 15 columns) are 3,840 parameters: under SQLite's 32,766 and PostgreSQL's 65,535.
+constexpr size_t kChunkRows[] = {256, 64, 16, 4, 1};
+
+size_t chunkFor(size_t remaining) {
+  for (size_t c : kChunkRows)
+    if (c <= remaining) return c;
+  return 1;
+}
+
+// "(?1,?2),(?3,?4)" for rows × cols.
+std::string valuesList(size_t rows, int cols) {
+  std::string out;
+  out.reserve(rows * cols * 6);
+  int p = 1;
+  for (size_t r = 0; r < rows; ++r) {
+    out += r ? ",(" : "(";
+    for (int c = 0; c < cols; ++c) {
+      if (c) out += ',';
+      out += '?';
+      out += std::to_string(p++);
+    }
+    out += ')';
+  }
+  return out;
+}
+
+// Inserts `n` rows of `cols` columns: `head` + VALUES list + `tail`, chunked. bind(stmt, row,
+// first_param) binds one row; on_row(stmt) sees each row a RETURNING clause gives back.
+// false on a store error (Db::errmsg() says which).
+template <class Bind, class OnRow>
+bool insertRows(sql::Db& db, size_t n, int cols, std::string_view head, std::string_view tail, Bind bind,
+                OnRow on_row) {
+  for (size_t at = 0; at < n;) {
+    const size_t rows = chunkFor(n - at);
+    Stmt st(db, fmt::format("{} VALUES {}{}", head, valuesList(rows, cols), tail));
+    for (size_t r = 0; r < rows; ++r) bind(st, at + r, static_cast<int>(r) * cols + 1);
+    int rc;
+    while ((rc = st.step()) == sql::kRow) on_row(st);
+    if (rc != sql::kDone) return false;
+    at += rows;
+  }
+  return true;
+}
+
+// Runs `head` + "(?1,...,?k)" for `keys` (distinct), chunked; a short chunk repeats its last key
+// (an IN list does not mind) so the statement texts stay few. on_row(stmt) per row.
+template <class OnRow>
+bool selectIn(sql::Db& db, const std::vector<std::string>& keys, std::string_view head, OnRow on_row) {
+  for (size_t at = 0; at < keys.size();) {
+    size_t rows = kChunkRows[0];
+    for (size_t c : kChunkRows)
+      if (c >= keys.size() - at) rows = c;
+    std::string list;
+    for (size_t i = 1; i <= rows; ++i) list += (i > 1 ? ",?" : "?") + std::to_string(i);
+    Stmt st(db, fmt::format("{}({})", head, list));
+    for (size_t i = 0; i < rows; ++i) st.bind(static_cast<int>(i) + 1, keys[std::min(at + i, keys.size() - 1)]);
+    int rc;
+    while ((rc = st.step()) == sql::kRow) on_row(st);
+    if (rc != sql::kDone) return false;
+    at += rows;
+  }
+  return true;
+}
+
+std::vector<std::string> distinct(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+using BatchKey = std::tuple<std::string, std::string, uint64_t>;  // agent, boot, sequence
+
+}  // namespace
+
+std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& in) {
+  std::vector<IngestResult> out(in.size());
+  const int64_t now = clock_.nowNs();
+
+  // The checks that need no store, and the payload texts (text that is not UTF-8 cannot be
+  // written as JSON: the batch is refused, the others go on).
+  struct Todo {
+    size_t i;
+    std::vector<std::string> payloads;
+  };
+  std::vector<Todo> todo;
+  todo.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto& b = *in[i].batch;
+    if (auto why = batchCheck(b, in[i].agent); !why.empty()) {
+      out[i] = rejectedResult(std::move(why));
+      continue;
+    }
+    Todo t{i, {}};
+    t.payloads.reserve(b.symptoms.size());
+    try {
+      for (const auto& s : b.symptoms) t.payloads.push_back(symptomJsonText(s));
+    } catch (const std::exception& e) {
+      out[i] = rejectedResult(std::string("bad symptom text: ") + e.what());
+      continue;
+    }
+    todo.push_back(std::move(t));
+  }
+  if (todo.empty()) return out;
+
+  Lock lock(*this);
+  std::optional<sql::Transaction> tx;
+  auto failAll = [&](std::string reason) {
+    if (in_group_) group_failed_ = true;
+    for (const auto& t : todo) out[t.i] = rejectedResult("store: " + reason);
+    return out;
+  };
+  if (!in_group_) {
+    tx.emplace(*db_);
+    if (!tx->began()) return failAll(db_->errmsg());
+  } else if (group_failed_) {
+    return failAll("group failed");
+  }
+
+  // Who owns each hostname, which agents exist: the stored state, then each accepted batch in
+  // turn (a new agent's row binds its hostname, as its first ingestBatch would have).
+  std::map<std::string, std::string> owner;  // hostname -> agent_id
+  std::set<std::string> known_agents;
+  {
+    std::vector<std::string> hosts, agents;
+    for (const auto& t : todo) {
+      hosts.push_back(in[t.i].batch->header.hostname);
+      agents.push_back(in[t.i].batch->header.agent_id);
+    }
+    if (!selectIn(*db_, distinct(std::move(hosts)), "SELECT hostname, agent_id FROM agents WHERE hostname IN ",
+                  [&](Stmt& s) { owner[s.text(0)] = s.text(1); }) ||
+        !selectIn(*db_, distinct(std::move(agents)), "SELECT agent_id FROM agents WHERE agent_id IN ",
+                  [&](Stmt& s) { known_agents.insert(s.text(0)); }))
+      return failAll(db_->errmsg());
+  }
+  std::vector<const Todo*> keyed;  // passed the owner check, not a repeat within the run
+  std::set<BatchKey> run_keys;
+  for (const auto& t : todo) {
+    const auto& h = in[t.i].batch->header;
+    if (auto it = owner.find(h.hostname); it != owner.end() && it->second != h.agent_id) {
+      out[t.i] = rejectedResult("hostname bound to another agent");
+      continue;
+    }
+    if (!run_keys.emplace(h.agent_id, h.boot_id, h.sequence).second) {
+      out[t.i].status = IngestResult::Status::kDuplicate;
+      continue;
+    }
+    if (known_agents.insert(h.agent_id).second) owner.emplace(h.hostname, h.agent_id);
+    keyed.push_back(&t);
+  }
+  if (keyed.empty()) {
+    if (tx) tx->commit();
+    return out;
+  }
+
+  // The (agent, boot, sequence) keys: the database says which are new (a key stored before, or
+  // by another replica meanwhile, comes back as nothing: a duplicate).
+  std::set<BatchKey> inserted;
+  if (!insertRows(
+          *db_, keyed.size(), 5, "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms)",
+          " ON CONFLICT DO NOTHING RETURNING agent_id, boot_id, sequence",
+          [&](Stmt& st, size_t r, int p) {
+            const auto& b = *in[keyed[r]->i].batch;
+            st.bindRef(p, b.header.agent_id).bindRef(p + 1, b.header.boot_id).bind(p + 2, b.header.sequence);
+            st.bind(p + 3, now).bind(p + 4, int64_t(b.symptoms.size()));
+          },
+          [&](Stmt& st) { inserted.emplace(st.text(0), st.text(1), static_cast<uint64_t>(st.i64(2))); }))
+    return failAll(db_->errmsg());
+  std::vector<const Todo*> stored;
+  for (const Todo* t : keyed) {
+    const auto& h = in[t->i].batch->header;
+    if (inserted.count({h.agent_id, h.boot_id, h.sequence})) stored.push_back(t);
+    else out[t->i].status = IngestResult::Status::kDuplicate;
+  }
+  if (stored.empty()) {
+    if (tx) tx->commit();
+    return out;
+  }
+
+  // The symptoms, all stored batches' at once.
+  struct Row {
+    const common::SymptomBatchData* b;
+    const common::Symptom* s;
+    const std::string* payload;
+  };
+  std::vector<Row> rows;
+  for (const Todo* t : stored) {
+    const auto* b = in[t->i].batch;
+    for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads[k]});
+  }
+  int64_t last_id = 0;
+  if (!insertRows(
+          *db_, rows.size(), 15,
+          "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+          "first_ns, last_ns, time_known, count, received_ns, payload)",
+          " RETURNING id",
+          [&](Stmt& st, size_t r, int p) {
+            const auto& h = rows[r].b->header;
+            const auto& s = *rows[r].s;
+            st.bindRef(p, h.agent_id).bindRef(p + 1, h.boot_id).bind(p + 2, h.sequence).bindRef(p + 3, s.node);
+            st.bindRef(p + 4, s.rule_id).bindRef(p + 5, common::subDomainName(s.sub_domain));
+            st.bindRef(p + 6, common::roleName(s.role)).bindRef(p + 7, common::severityName(s.severity));
+            st.bindRef(p + 8, s.device).bind(p + 9, s.first_ns).bind(p + 10, s.last_ns);
+            st.bind(p + 11, int64_t(s.time_known)).bind(p + 12, int64_t(s.count)).bind(p + 13, now);
+            st.bindRef(p + 14, *rows[r].payload);
+          },
+          [&](Stmt& st) { last_id = std::max(last_id, st.i64(0)); }))
+    return failAll(db_->errmsg());
+
+  // The senders: per agent and per node the fold of its batches in order, per (node, source)
+  // the last status; node events (a new node, a reboot) as each batch in turn would raise them.
+  struct AgentFold {
+    std::string hostname, boot_id, agent_version, ruleset_version;
+    int64_t batches = 0, symptoms = 0;
+  };
+  struct NodeFold {
+    std::string agent_id, boot_id;
+    int64_t symptoms = 0;
+  };
+  std::map<std::string, AgentFold> agent_rows;
+  std::map<std::string, NodeFold> node_rows;
+  std::map<std::pair<std::string, std::string>, const common::CoverageEntry*> source_rows;
+  std::map<std::string, std::optional<std::string>> node_boot;  // stored boot id; nullopt: no row
+  {
+    std::vector<std::string> hosts;
+    for (const Todo* t : stored) hosts.push_back(in[t->i].batch->header.hostname);
+    hosts = distinct(std::move(hosts));
+    for (const auto& host : hosts) node_boot[host] = std::nullopt;
+    if (!selectIn(*db_, hosts, "SELECT hostname, boot_id FROM nodes WHERE hostname IN ",
+                  [&](Stmt& s) { node_boot[s.text(0)] = s.text(1); }))
+      return failAll(db_->errmsg());
+  }
+  for (const Todo* t : stored) {
+    const auto& b = *in[t->i].batch;
+    const auto& h = b.header;
+    auto [a, fresh] = agent_rows.try_emplace(h.agent_id);
+    if (fresh) a->second.hostname = h.hostname;
+    a->second.boot_id = h.boot_id;
+    a->second.agent_version = h.agent_version;
+    a->second.ruleset_version = h.ruleset_version;
+    a->second.batches += 1;
+    a->second.symptoms += int64_t(b.symptoms.size());
+
+    auto& boot = node_boot[h.hostname];
+    if (!boot) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
+    else if (!h.boot_id.empty() && !boot->empty() && *boot != h.boot_id)
+      addNodeEventLocked({h.hostname, now, "boot", "boot " + *boot + " -> " + h.boot_id, ""});
+    if (!boot || !h.boot_id.empty()) boot = h.boot_id;
+    auto& n = node_rows[h.hostname];
+    n.agent_id = h.agent_id;
+    n.boot_id = *boot;
+    n.symptoms += int64_t(b.symptoms.size());
+    for (const auto& c : b.sources) source_rows[{h.hostname, c.source}] = &c;
+  }
+  // Rows in key order: replicas writing the same rows take their locks in the same order.
+  std::vector<const std::pair<const std::string, AgentFold>*> agent_list;
+  for (const auto& e : agent_rows) agent_list.push_back(&e);
+  std::vector<const std::pair<const std::string, NodeFold>*> node_list;
+  for (const auto& e : node_rows) node_list.push_back(&e);
+  std::vector<std::pair<const std::string*, const common::CoverageEntry*>> source_list;
+  for (const auto& [key, c] : source_rows) source_list.emplace_back(&key.first, c);
+  const bool ok =
+      insertRows(
+          *db_, agent_list.size(), 10,
+          "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, "
+          "last_seen_ns, last_batch_ns, batches, symptoms)",
+          " ON CONFLICT(agent_id) DO UPDATE SET boot_id=excluded.boot_id, agent_version=excluded.agent_version, "
+          "ruleset_version=excluded.ruleset_version, last_seen_ns=excluded.last_seen_ns, "
+          "last_batch_ns=excluded.last_batch_ns, batches=agents.batches+excluded.batches, "
+          "symptoms=agents.symptoms+excluded.symptoms",
+          [&](Stmt& st, size_t r, int p) {
+            const auto& [id, f] = *agent_list[r];
+            st.bindRef(p, id).bindRef(p + 1, f.hostname).bindRef(p + 2, f.boot_id).bindRef(p + 3, f.agent_version);
+            st.bindRef(p + 4, f.ruleset_version).bind(p + 5, now).bind(p + 6, now).bind(p + 7, now);
+            st.bind(p + 8, f.batches).bind(p + 9, f.symptoms);
+          },
+          [](Stmt&) {}) &&
+      insertRows(
+          *db_, node_list.size(), 6,
+          "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms)",
+          " ON CONFLICT(hostname) DO UPDATE SET agent_id=excluded.agent_id, boot_id=CASE WHEN excluded.boot_id = '' "
+          "THEN nodes.boot_id ELSE excluded.boot_id END, last_seen_ns=excluded.last_seen_ns, "
+          "symptoms=nodes.symptoms+excluded.symptoms",
+          [&](Stmt& st, size_t r, int p) {
+            const auto& [host, f] = *node_list[r];
+            st.bindRef(p, host).bindRef(p + 1, f.agent_id).bindRef(p + 2, f.boot_id).bind(p + 3, now);
+            st.bind(p + 4, now).bind(p + 5, f.symptoms);
+          },
+          [](Stmt&) {}) &&
+      insertRows(
+          *db_, source_list.size(), 8,
+          "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns)",
+          " ON CONFLICT(node, source) DO UPDATE SET format=excluded.format, status=excluded.status, "
+          "reason=excluded.reason, records=excluded.records, skipped=excluded.skipped, updated_ns=excluded.updated_ns",
+          [&](Stmt& st, size_t r, int p) {
+            const auto& [node, c] = source_list[r];
+            st.bindRef(p, *node).bindRef(p + 1, c->source).bindRef(p + 2, c->format).bindRef(p + 3, c->status);
+            st.bindRef(p + 4, c->reason).bind(p + 5, c->records).bind(p + 6, c->skipped).bind(p + 7, now);
+          },
+          [](Stmt&) {});
+  if (!ok) return failAll(db_->errmsg());
+  if (tx) {
+    std::string err;
+    if (!tx->commit(&err)) return failAll(err);
+  }
+  for (const Todo* t : stored) {
+    out[t->i].status = IngestResult::Status::kStored;
+    out[t->i].symptoms = in[t->i].batch->symptoms.size();
+    out[t->i].last_symptom_id = last_id;
+  }
+  return out;
+}
+
+}  // namespace faultline::aggregator
