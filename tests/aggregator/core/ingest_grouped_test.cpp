@@ -57,6 +57,13 @@ TEST_CASE("ingest: symptomJsonText writes what symptomToJson(...).dump() writes"
   s.time_known = false;
   s.fallback_root = false;
   CHECK(symptomJsonText(s) == symptomToJson(s).dump());
+  // Long runs are scanned eight bytes at a time: every special byte at every offset of a word.
+  for (std::string special : {"\"", "\\", "\x01", "\x1f", "\n", "\x7f", "é", "中", "\xF0\x9F\x98\x80", " ", "~"})
+    for (size_t at = 0; at < 20; ++at) {
+      s.summary = std::string(at, 'a') + special + std::string(19 - at, 'z');
+      s.evidence = {std::string(at + 3, 'x') + special, special + std::string(at, 'y')};
+      CHECK(symptomJsonText(s) == symptomToJson(s).dump());
+    }
   // Not UTF-8 (a lone continuation byte, an overlong, a surrogate, a truncated sequence): the
   // same as dump() — which refuses it.
   for (std::string bad : {"\x80", "\xC0\xAF", "\xED\xA0\x80", "\xE4\xB8"}) {

@@ -1,0 +1,190 @@
+// store_ingest: the store's write path alone, in process (no ZeroMQ, no decoding): how many
+// symptoms/s each way of writing batches stores, on a fresh SQLite file and (with --pg URL) on a
+// fresh PostgreSQL database. What aggregator_load.sh measures end to end, minus the transport, so
+// a change to the store can be judged without the noise of 2,048 simulated agents.
+//
+// The batches are the cascade sample's symptoms (--sample, default samples/cascade64-xid79, the
+// real rule engine over its logs, bench/cascade_sample.h) spread over --agents hosts, --batches
+// per agent with --per-batch symptoms each, in the order a fleet-wide cascade sends them (every
+// agent's first batch, then every second one ...). Modes, each on its own fresh store:
+//   legacy   Store::ingestBatch per batch (one transaction each): the previous path, the peer;
+//   grouped  Store::ingestBatches over runs of --run batches, --group batches per group commit:
+//            what the ingest loop does with one pass.
+// Printed per mode and engine: symptoms/s (wall), CPU seconds of this process, and the ratio to
+// legacy on the same engine.
+//
+//   build/bench/store_ingest --agents 2048 --batches 4
+//   build/bench/store_ingest --pg 'postgresql:///bench?host=/tmp/pg&port=54331&user=postgres'
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "aggregator/store/db.h"
+#include "aggregator/store/store.h"
+#include "bench/cascade_sample.h"
+#include "common/rule_set.h"
+
+namespace {
+
+using namespace faultline;
+using namespace faultline::aggregator;
+
+double cpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+struct Result {
+  double wall = 0, cpu = 0;
+  size_t symptoms = 0;
+  bool ok = true;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"store_ingest: the store's batch write paths, in process"};
+  std::string sample_dir = FAULTLINE_SOURCE_DIR "/samples/cascade64-xid79", rules_dir = FAULTLINE_SOURCE_DIR "/rules";
+  std::string pg_url, tmp_dir = "/tmp";
+  size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
+  std::string modes = "legacy,grouped";
+  app.add_option("--sample", sample_dir);
+  app.add_option("--rules", rules_dir);
+  app.add_option("--agents", agents);
+  app.add_option("--batches", batches, "batches per agent");
+  app.add_option("--per-batch", per_batch, "symptoms per batch");
+  app.add_option("--run", run, "batches per ingestBatches call (the ingest loop's kMaxRun)");
+  app.add_option("--group", group, "batches per group commit (the ingest loop's pass)");
+  app.add_option("--pg", pg_url, "also on this PostgreSQL database (emptied first: a bench database only)");
+  app.add_option("--tmp", tmp_dir, "where the SQLite files go");
+  app.add_option("--modes", modes);
+  CLI11_PARSE(app, argc, argv);
+
+  auto loaded = common::loadRuleDirs({rules_dir});
+  if (!loaded.rules) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
+    return 2;
+  }
+  common::RuleEngine engine(loaded.rules);
+  std::string error;
+  auto sample = bench::loadCascadeSample(sample_dir, engine, &error);
+  if (!sample) {
+    std::fprintf(stderr, "store_ingest: %s\n", error.c_str());
+    return 2;
+  }
+  std::vector<const std::pair<const std::string, std::vector<common::Symptom>>*> sample_nodes;
+  for (const auto& e : sample->by_node)
+    if (!e.second.empty()) sample_nodes.push_back(&e);
+
+  // Batch b of agent a: the next per_batch symptoms of its sample node, cyclically, one second
+  // later per pass.
+  std::vector<common::SymptomBatchData> all;
+  all.reserve(agents * batches);
+  for (size_t b = 0; b < batches; ++b)
+    for (size_t a = 0; a < agents; ++a) {
+      char host[32];
+      std::snprintf(host, sizeof host, "gpu-n%05zu", a + 1);
+      const auto& [sample_host, list] = *sample_nodes[a % sample_nodes.size()];
+      common::SymptomBatchData d;
+      d.header.agent_id = std::string("agent-") + host;
+      d.header.hostname = host;
+      d.header.boot_id = "boot-1";
+      d.header.sequence = b + 1;
+      d.header.agent_version = "bench";
+      d.header.ruleset_version = "bench";
+      for (size_t k = 0; k < per_batch; ++k) {
+        size_t i = b * per_batch + k;
+        d.symptoms.push_back(
+            bench::moveSymptom(list[i % list.size()], sample_host, host, int64_t(i / list.size()) * 1'000'000'000));
+      }
+      d.sources.push_back({host, "kmsg", "kmsg", 100 * (b + 1), 0, "ok", ""});
+      all.push_back(std::move(d));
+    }
+  const size_t total_symptoms = all.size() * per_batch;
+  std::printf("store_ingest: %zu agents x %zu batches x %zu symptoms = %zu symptoms (%s); run %zu, group %zu\n",
+              agents, batches, per_batch, total_symptoms, sample_dir.c_str(), run, group);
+
+  SystemClock clock;
+  auto measure = [&](const std::string& target, const std::string& mode) {
+    Result r;
+    std::string err;
+    auto store = Store::open(target, clock, {}, &err);
+    if (!store) {
+      std::fprintf(stderr, "store_ingest: %s: %s\n", target.c_str(), err.c_str());
+      r.ok = false;
+      return r;
+    }
+    const double c0 = cpuSeconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (mode == "legacy") {
+      for (const auto& d : all)
+        if (store->ingestBatch(d, d.header.agent_id).status == IngestResult::Status::kStored)
+          r.symptoms += d.symptoms.size();
+    } else {
+      for (size_t g = 0; g < all.size(); g += group) {
+        const size_t gend = std::min(all.size(), g + group);
+        if (!store->beginGroup(&err)) r.ok = false;
+        for (size_t at = g; at < gend; at += run) {
+          std::vector<Store::IngestInput> in;
+          for (size_t i = at; i < std::min(gend, at + run); ++i) in.push_back({&all[i], all[i].header.agent_id});
+          for (const auto& res : store->ingestBatches(in))
+            if (res.status == IngestResult::Status::kStored) r.symptoms += res.symptoms;
+        }
+        if (!store->endGroup(&err)) r.ok = false;
+      }
+    }
+    r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.cpu = cpuSeconds() - c0;
+    if (r.symptoms != total_symptoms) r.ok = false;
+    return r;
+  };
+  auto empty_pg = [&](const std::string& url) {
+    // A fresh schema: drop what an earlier run left (the URL names a bench database).
+    std::string err;
+    auto db = sql::Db::open(url, false, &err);
+    if (!db || !db->exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public;", &err)) {
+      std::fprintf(stderr, "store_ingest: %s: %s\n", sql::redactUrl(url).c_str(), err.c_str());
+      return false;
+    }
+    return true;
+  };
+
+  std::vector<std::string> engines = {"sqlite"};
+  if (!pg_url.empty()) engines.push_back("postgresql");
+  int rc = 0;
+  for (const auto& eng : engines) {
+    double legacy_rate = 0;
+    for (size_t m0 = 0; m0 < modes.size();) {
+      size_t m1 = modes.find(',', m0);
+      if (m1 == std::string::npos) m1 = modes.size();
+      const std::string mode = modes.substr(m0, m1 - m0);
+      m0 = m1 + 1;
+      std::string target;
+      if (eng == "sqlite") {
+        target = tmp_dir + "/store_ingest-" + mode + ".db";
+        for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);
+      } else {
+        if (!empty_pg(pg_url)) return 1;
+        target = pg_url;
+      }
+      auto r = measure(target, mode);
+      if (eng == "sqlite")
+        for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);
+      const double rate = r.wall > 0 ? double(r.symptoms) / r.wall : 0;
+      if (mode == "legacy") legacy_rate = rate;
+      std::printf("%-10s %-8s %9zu symptoms in %6.2f s: %9.0f symptoms/s, cpu %6.2f s (%5.1f us/symptom)%s%s\n",
+                  eng.c_str(), mode.c_str(), r.symptoms, r.wall, rate, r.cpu,
+                  r.symptoms ? r.cpu * 1e6 / double(r.symptoms) : 0.0,
+                  legacy_rate > 0 && mode != "legacy" ? (" | x" + std::to_string(rate / legacy_rate).substr(0, 4) + " of legacy").c_str() : "",
+                  r.ok ? "" : " | INCOMPLETE");
+      if (!r.ok) rc = 1;
+    }
+  }
+  return rc;
+}
