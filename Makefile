@@ -13,7 +13,7 @@ TSAN_BUILD ?= build-tsan
 SANITIZER_CMAKE = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
 	"-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFAULTLINE_FUZZ=OFF
 
-.PHONY: all deps configure build demo test bench clean package fuzz test-asan
+.PHONY: all deps configure build demo test bench clean package fuzz test-asan chaos
 
 all: build
 
@@ -48,6 +48,16 @@ test-asan: deps
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target aggregator_test
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure -j$(JOBS) -R '^aggregator_test:' -LE no-sanitizer
+
+# `make chaos`: the long chaos run (tests/chaos/chaos_driver.cpp): agents, a site relay and a central
+# SIGKILLed (>= CHAOS_KILLS kills in all), links cut, a spool filled, a clock stepped, the journal
+# rotated and vacuumed, and one agent flooded at 100,000 lines/s for a minute; prints its table.
+CHAOS_SEED ?= 1
+CHAOS_KILLS ?= 200
+CHAOS_SECONDS ?= 180
+chaos: build
+	$(BUILD)/tests/chaos/chaos_driver --seed $(CHAOS_SEED) --seconds $(CHAOS_SECONDS) --min-kills $(CHAOS_KILLS) \
+		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300
 
 package: build
 	cd $(BUILD) && cpack -G DEB
