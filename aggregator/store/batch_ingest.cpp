@@ -137,7 +137,7 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   };
   if (!in_group_) {
     tx.emplace(*db_);
-    if (!tx->began()) return failAll(db_->errmsg());
+    if (!tx->began() || !holdSymptomWrites()) return failAll(db_->errmsg());
   } else if (group_failed_) {
     return failAll("group failed");
   }

@@ -322,7 +322,7 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
 
   Lock lock(*this);
   sql::Transaction tx(*db_);
-  if (!tx.began()) return reject("store: " + db_->errmsg());
+  if (!tx.began() || !holdSymptomWrites()) return reject("store: " + db_->errmsg());
   {
     Stmt key(db_->get(),
              "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,'',?,?,?) "

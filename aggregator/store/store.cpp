@@ -573,7 +573,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
 
   Lock lock(*this);
   sql::Transaction tx(*db_);
-  if (!tx.began()) return reject("store: " + db_->errmsg());
+  if (!tx.began() || !holdSymptomWrites()) return reject("store: " + db_->errmsg());
   {
     Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
     owner.bind(1, h.hostname);
@@ -973,16 +973,38 @@ std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
   return out;
 }
 
-std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id) {
+std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id, int64_t upto_id) {
   Lock lock(*this);
   Stmt s(db_->get(),
          "SELECT node, MIN(CASE WHEN time_known = 1 THEN first_ns ELSE received_ns END), "
          "MAX(CASE WHEN time_known = 1 THEN last_ns ELSE received_ns END), MAX(id), MIN(time_known) "
-         "FROM symptoms WHERE id > ? GROUP BY node ORDER BY node");
-  s.bind(1, after_id);
+         "FROM symptoms WHERE id > ? AND id <= ? GROUP BY node ORDER BY node");
+  s.bind(1, after_id).bind(2, upto_id);
   std::vector<NewSymptomSpan> out;
   while (s.step() == sql::kRow) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4) == 0});
   return out;
+}
+
+bool Store::holdSymptomWrites(std::string* error) {
+  return !db_->postgres() || db_->exec("SELECT pg_advisory_xact_lock_shared(7146603)", error);
+}
+
+int64_t Store::settledSymptomId() {
+  Lock lock(*this);
+  if (!db_->postgres()) {
+    // One writer at a time (SQLite's write lock), ids taken inside it: committed in id order.
+    Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    return s.step() == sql::kRow ? s.i64(0) : -1;
+  }
+  // Every transaction that writes symptoms holds lock 7146603 shared (holdSymptomWrites). Taking
+  // it exclusively waits for those in flight (new ones queue behind us): once held, every id
+  // taken so far is committed or rolled back, and MAX(id) is settled.
+  sql::Transaction tx(*db_);
+  if (!tx.began() || !db_->exec("SELECT pg_advisory_xact_lock(7146603)")) return -1;
+  Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+  int64_t id = s.step() == sql::kRow ? s.i64(0) : -1;
+  s.reset();
+  return tx.commit() ? id : -1;
 }
 
 int64_t Store::maxSymptomId() {
@@ -1265,7 +1287,8 @@ bool Store::beginGroup(std::string* error) {
   // while the last group ran gets it before the next group starts.
   for (int i = 0; i < 10'000 && othersWaiting(); ++i) std::this_thread::yield();
   mu_.lock();
-  if (in_group_ || !db_->exec(db_->beginSql(), error)) {
+  if (in_group_ || !db_->exec(db_->beginSql(), error) || !holdSymptomWrites(error)) {
+    if (!in_group_ && db_->inTransaction()) db_->exec("ROLLBACK");
     if (in_group_ && error) *error = "store: group already open";
     mu_.unlock();
     return false;

@@ -280,7 +280,12 @@ class Store {
     int64_t first_ns = 0, last_ns = 0, max_id = 0;
     bool untimed = false;
   };
-  std::vector<NewSymptomSpan> symptomsSince(int64_t after_id);
+  std::vector<NewSymptomSpan> symptomsSince(int64_t after_id, int64_t upto_id = INT64_MAX);
+  // The highest symptom id below which nothing is still being written: ids are taken when a row
+  // is inserted but become visible at commit, and with several replicas on one PostgreSQL a
+  // later id can commit first — a watermark at MAX(id) would pass over the earlier one for good.
+  // On PostgreSQL it waits for the symptom writes in flight (holdSymptomWrites). -1 on error.
+  int64_t settledSymptomId();
   int64_t maxSymptomId();
 
   // Job-wide output (see JobOutput): stores or replaces (job, source). Job ids need not be known
@@ -365,6 +370,9 @@ class Store {
   std::vector<SourceStatusInfo> sourcesLocked(const std::string& node);
   void addNodeEventLocked(const NodeEvent& e);
   bool recordSenderLocked(const common::SymptomBatchData& batch, int64_t now);
+  // Inside a transaction that writes symptoms: PostgreSQL advisory lock 7146603 held shared until
+  // it ends, so settledSymptomId() can wait for it. No-op on SQLite.
+  bool holdSymptomWrites(std::string* error = nullptr);
   bool putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                           int64_t now_ns);
 

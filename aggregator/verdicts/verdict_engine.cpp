@@ -175,12 +175,17 @@ size_t VerdictEngine::tick() {
                                 options_.window_margin_ns});
   const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
   std::set<std::string> fresh_nodes;  // nodes with symptoms stored since the last tick
-  for (const auto& span : store_.symptomsSince(watermark)) {
+  // Up to the settled id only, and the watermark moves there: an id still being written (another
+  // replica's transaction) is looked at on a later tick instead of passed over.
+  const int64_t settled = store_.settledSymptomId();
+  for (const auto& span : settled > watermark ? store_.symptomsSince(watermark, settled)
+                                              : std::vector<Store::NewSymptomSpan>{}) {
     newest = std::max(newest, span.max_id);
     fresh_nodes.insert(span.node);
     for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
       late.insert(id);
   }
+  if (settled > newest) newest = settled;  // ids up to it that no row has: rolled back
   if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
   // Job outputs stored since the last tick (uploads the API did not judge at once: --db writes).
   const int64_t output_mark = store_.metaInt(kOutputWatermarkKey, 0);
