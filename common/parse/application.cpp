@@ -168,16 +168,22 @@ class ApplicationParser final : public LineParser {
     if (!textLine(raw, &line)) return;
     line = trimRight(line);
     std::string_view t = line;
-    LogRecord rec;
+    // Reused line after line: a record not handed on (emit leaves it alone) keeps its buffer.
+    LogRecord& rec = resetRecord(line_rec_);
     // Launchers stack prefixes ("10.0.0.7: [rank8]: ...", "<stamp> stderr F [default3]:..."):
     // peel them in any order until none is left.
     int rank = -1;
     bool stamped = false, transport_stamp = false;
     std::string_view prefix_host;
+    // The size of t when the launcher and stamp steps last found nothing in it: a round whose
+    // rank step leaves t so would only repeat them (the usual line has one rank prefix).
+    size_t tried = std::string_view::npos;
     for (int round = 0; round < 6 && !t.empty(); ++round) {
       const size_t before = t.size();
       const int r = stripRankPrefixes(&t);
       if (r >= 0) rank = r;
+      if (t.size() == tried) break;
+      const size_t after_rank = t.size();
       LinePrefix lp;
       if (stripLauncherPrefix(&t, options_.known_hosts.get(), &lp)) {
         if (lp.rank >= 0) rank = lp.rank;
@@ -190,6 +196,7 @@ class ApplicationParser final : public LineParser {
         transport_stamp = stripAfterStamp(&t);
       }
       if (t.size() == before) break;
+      if (t.size() == after_rank) tried = t.size();
     }
     rec.rank = rank;
 
@@ -419,6 +426,7 @@ class ApplicationParser final : public LineParser {
   }
 
   std::unordered_map<int, Pending> pending_;
+  LogRecord line_rec_;
 };
 
 }  // namespace

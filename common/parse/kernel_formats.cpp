@@ -46,7 +46,12 @@ class DmesgParser final : public LineParser {
         rest.remove_prefix(close + 1);
       }
     }
-    LogRecord rec;
+    // The record's clocks (a LogRecord is only made for a new record, in place in the joiner).
+    struct {
+      int64_t time_ns = 0;
+      bool time_known = false;
+      int64_t monotonic_ns = -1;
+    } rec;
     size_t stamp_len = 0;
     bool stamped = false;
     switch (format_) {
@@ -110,11 +115,13 @@ class DmesgParser final : public LineParser {
       return;
     }
     flush();
-    rec.ident = "kernel";
-    rec.priority = priority;
-    rec.text.assign(rest);
-    rec.line = line_no_;
-    joiner_.start(std::move(rec));
+    LogRecord& r = joiner_.begin(line_no_);
+    r.time_ns = rec.time_ns;
+    r.time_known = rec.time_known;
+    r.monotonic_ns = rec.monotonic_ns;
+    r.ident = "kernel";
+    r.priority = priority;
+    r.text.assign(rest);
   }
 
   void continueWith(std::string_view text) {
@@ -129,8 +136,8 @@ class DmesgParser final : public LineParser {
 
   void flush() {
     if (joiner_.active()) {
-      const uint64_t last = joiner_.lastLine();
-      emit(joiner_.take(), last);
+      emit(std::move(joiner_.record()), joiner_.lastLine());
+      joiner_.release();
     }
   }
 

@@ -52,7 +52,15 @@ void LineParser::markCandidate(uint64_t line_no) {
 bool LineParser::candidateIn(uint64_t first, uint64_t last) const {
   if (first <= cand_forgotten_) return true;
   if (cand_lines_.empty() || cand_lines_.back() < first) return false;  // the common case
-  auto it = std::lower_bound(cand_lines_.begin(), cand_lines_.end(), first);
+  // Records end at or near the newest lines: walk back past the lines after `last` (usually none
+  // or one: the line that started the next record), then binary search only if still needed.
+  auto it = cand_lines_.end();
+  for (int steps = 0; steps < 4 && it != cand_lines_.begin(); ++steps) {
+    const uint64_t v = *std::prev(it);
+    if (v <= last) return v >= first;
+    --it;
+  }
+  it = std::lower_bound(cand_lines_.begin(), it, first);
   return it != cand_lines_.end() && *it <= last;
 }
 
@@ -192,10 +200,11 @@ bool LineParser::readRaw(size_t n) {
 }
 
 void LineParser::emit(LogRecord&& record, uint64_t last_line) {
-  if (record.boot_id.empty() && !options_.boot_id.empty()) record.boot_id = options_.boot_id;
   ++report_.records;
   const bool both_clocks = record.time_known && record.monotonic_ns >= 0;
+  // Not handed on: the record is left as it was (a parser may reuse its buffers).
   if (lit_stream_ && !candidateIn(record.line, last_line) && !(both_clocks && !both_clocks_seen_)) return;
+  if (record.boot_id.empty() && !options_.boot_id.empty()) record.boot_id = options_.boot_id;
   both_clocks_seen_ = both_clocks_seen_ || both_clocks;
   ++report_.delivered;
   sink_(std::move(record));
@@ -261,6 +270,15 @@ bool Joiner::append(std::string_view text, const ParseOptions& options, uint64_t
   ++lines_;
   last_line_ = line_no;
   return true;
+}
+
+LogRecord& Joiner::begin(uint64_t line_no) {
+  resetRecord(record_);
+  record_.line = line_no;
+  active_ = true;
+  lines_ = 1;
+  last_line_ = line_no;
+  return record_;
 }
 
 LogRecord Joiner::take() {

@@ -117,6 +117,14 @@ class Joiner {
   uint64_t lastLine() const { return last_line_; }
   // Hands the record out and becomes inactive.
   LogRecord take();
+  // The light path's pair: begin() starts a record in place, as a fresh LogRecord but keeping
+  // the text's buffer of the last one; release() ends it after the caller emitted record() (emit
+  // leaves a record it does not hand on untouched, so most records cost no allocation).
+  LogRecord& begin(uint64_t line_no);
+  void release() {
+    active_ = false;
+    lines_ = 0;
+  }
 
  private:
   LogRecord record_;
@@ -124,6 +132,15 @@ class Joiner {
   size_t lines_ = 0;
   uint64_t last_line_ = 0;
 };
+
+// A fresh LogRecord in `r` that keeps the text's buffer (per-line records without an allocation).
+inline LogRecord& resetRecord(LogRecord& r) {
+  std::string text = std::move(r.text);
+  text.clear();
+  r = LogRecord{};
+  r.text = std::move(text);
+  return r;
+}
 
 // Factories of the concrete parsers (one .cpp each).
 std::unique_ptr<StreamParser> makeDmesgParser(LogFormat format, ParseOptions options,
