@@ -355,6 +355,10 @@ class Chaos {
   std::function<std::string(bool burst)> spool_text_;  // the spool lane's next lines
   uint64_t spool_dropped_ = 0, spool_lost_ = 0;
   size_t verdicts_judged_ = 0;
+  bool jobs_reported_ = false;
+  // the Fabric Manager agent's clock as the site sees it: newest heartbeat stamp - arrival, max (s)
+  double skew_max_s_ = 0;
+  void observeClock();
 };
 
 // ---- setup -----------------------------------------------------------------------------------
@@ -571,6 +575,21 @@ void Chaos::setUpJournalLane() {
     lane.chunk_expected.push_back(c);
     add(lane.expected, c);
   }
+  // Each chunk becomes a journal file now (systemd-journal-remote takes a while to start: 8 at a
+  // time); during the run a chunk is renamed into the directory (chunks then hold the file name).
+  for (size_t i = 0; i < lane.chunks.size(); i += 8) {
+    std::vector<std::pair<FILE*, std::string>> writers;
+    for (size_t k = i; k < std::min(i + 8, lane.chunks.size()); ++k) {
+      std::string out = file("journal-tmp/chunk-" + std::to_string(k) + ".journal");
+      FILE* p = ::popen(("/lib/systemd/systemd-journal-remote --output=" + out + " - 2>/dev/null").c_str(), "w");
+      if (!p) throw std::runtime_error("cannot run systemd-journal-remote");
+      std::fwrite(lane.chunks[k].data(), 1, lane.chunks[k].size(), p);
+      writers.emplace_back(p, out);
+      lane.chunks[k] = out;
+    }
+    for (auto& [p, out] : writers)
+      if (::pclose(p) != 0 || !fs::exists(out)) throw std::runtime_error("systemd-journal-remote failed for " + out);
+  }
   lanes_.push_back(std::move(lane));
 }
 
@@ -650,13 +669,9 @@ void Chaos::feed(double fraction) {
         kmsg_ring_ += chunk;
         kmsg_pending_ += chunk;
       } else if (lane.kind == "journal") {
-        std::string tmp = file("journal-tmp/chunk-" + std::to_string(lane.written) + ".journal");
-        FILE* p = ::popen(("/lib/systemd/systemd-journal-remote --output=" + tmp + " - 2>/dev/null").c_str(), "w");
-        std::fwrite(chunk.data(), 1, chunk.size(), p);
-        if (::pclose(p) != 0) throw std::runtime_error("systemd-journal-remote failed");
         char name[64];
         std::snprintf(name, sizeof name, "/system@%04zu.journal", lane.written);
-        fs::rename(tmp, lane.path + name);  // rotation: a new file appears in the directory
+        fs::rename(chunk, lane.path + name);  // rotation: a new file appears in the directory
         ++table_.faults["journal rotate"];
       } else {
         append(lane.path, lane.kind == "spool" ? spool_text_(false) : chunk);
@@ -705,6 +720,17 @@ void Chaos::vacuumJournal(bool agent_down_only) {
   ++table_.faults[agent_down_only ? "journal vacuum (agent down)" : "journal vacuum"];
 }
 
+void Chaos::observeClock() {
+  if (!fm_agent_) return;
+  auto store = openStore(file("site.db"));
+  if (!store) return;
+  for (const auto& a : store->agents())
+    if (a.agent_id == "chaos-fm" && a.last_heartbeat_ns > 0 && a.reported_ns > 0) {
+      double skew = static_cast<double>(a.reported_ns - a.last_heartbeat_ns) / 1e9;
+      skew_max_s_ = std::max(skew_max_s_, skew);
+    }
+}
+
 void Chaos::injectFault() {
   double r = uniform(0, 1);
   auto now = Steady::now();
@@ -731,12 +757,13 @@ void Chaos::injectFault() {
     ++kills_;
     ++table_.faults[p == site_ ? "SIGKILL site" : "SIGKILL central"];
   } else if (r < 0.87) {
-    Proc* p = r < 0.82 ? site_ : central_;
+    // A link cut: the process stops (its TCP connections stay up, nothing moves, acks time out).
+    Proc* p = r < 0.81 ? site_ : r < 0.84 ? central_ : lanes_[pick(lanes_.size())].agent;
     if (!up(p)) return;
     p->signal(SIGSTOP);
     p->stopped = true;
     p->cont_at = later(300, 2500);
-    ++table_.faults[p == site_ ? "link cut site (SIGSTOP)" : "link cut central (SIGSTOP)"];
+    ++table_.faults[p == site_ ? "link cut site (SIGSTOP)" : p == central_ ? "link cut central (SIGSTOP)" : "link cut agent (SIGSTOP)"];
   } else if (r < 0.94) {
     if (!fm_agent_) return;
     // libfaketime re-reads the file on every clock call: the step takes effect at once
@@ -929,6 +956,10 @@ void Chaos::printTable(bool counts_ok, bool verdicts_ok, const std::string& diff
   }
   std::printf("%-28s %12" PRIu64 " %7d %6d\n", ("agent-verdict (max of " + std::to_string(verdict_n) + ")").c_str(),
               verdict_peak, verdict_starts, verdict_crashes);
+  if (fm_agent_)
+    std::printf("clock steps: the fm agent's newest heartbeat stamp ran up to %+.0f s ahead of the site's clock "
+                "(the site keeps the newest stamp: backward steps do not show there)\n",
+                skew_max_s_);
   if (flood_lane_)
     std::printf("flood: %" PRIu64 " lines in %.0f s into %s\n", flood_lines_, opt_.flood_seconds, flood_lane_->host.c_str());
 }
@@ -1007,8 +1038,12 @@ int Chaos::run() {
     }
     if (now >= next_vacuum) {
       vacuumJournal(false);
+      observeClock();
       next_vacuum = now + std::chrono::milliseconds(500);
     }
+    // The jobs end while the faults go on (the site up: the CLI would wait on a stopped one); their
+    // verdicts are judged, and judged again as late symptoms arrive.
+    if (!jobs_reported_ && t >= 0.85 * opt_.seconds && site_->pid > 0 && !site_->stopped) jobs_reported_ = reportJobs();
     if (now >= next_rss) {
       for (auto& p : procs_) p->sampleRss();
       next_rss = now + std::chrono::milliseconds(200);
@@ -1054,9 +1089,8 @@ int Chaos::run() {
   bool verdicts_ok = false;
   std::string vdiff;
   if (counts_ok) {
-    bool reported = false;
-    while (!reported && Steady::now() < deadline + std::chrono::seconds(30)) reported = reportJobs();
-    verdicts_ok = reported && testing::pollUntil([&] { return verdictsEqual(&vdiff); }, std::chrono::seconds(60));
+    while (!jobs_reported_ && Steady::now() < deadline + std::chrono::seconds(30)) jobs_reported_ = reportJobs();
+    verdicts_ok = jobs_reported_ && testing::pollUntil([&] { return verdictsEqual(&vdiff); }, std::chrono::seconds(60));
   }
   for (auto& p : procs_) p->sampleRss();
   int crashes = 0;
