@@ -169,11 +169,15 @@ std::optional<std::vector<uint64_t>> Spool::commit(const SpoolCommit& c, std::st
     common::SymptomBatchData data = b;
     data.header.sequence = static_cast<uint64_t>(next);
     common::Severity max = common::Severity::kInfo;
-    for (const auto& s : data.symptoms) max = std::max(max, s.severity);
+    uint64_t occurrences = 0;  // what a drop loses: an aggregated symptom of count N is N
+    for (const auto& s : data.symptoms) {
+      max = std::max(max, s.severity);
+      occurrences += s.count;
+    }
     Stmt ins(db_, "INSERT INTO batches(seq, max_severity, symptoms, payload) VALUES (?1, ?2, ?3, ?4)");
     ins.bind(1, next);
     ins.bind(2, static_cast<int64_t>(max));
-    ins.bind(3, static_cast<int64_t>(data.symptoms.size()));
+    ins.bind(3, static_cast<int64_t>(occurrences));
     ins.bindBlob(4, common::encodeBatch(data));
     if (ins.step() != SQLITE_DONE) return fail(sqlite3_errmsg(db_));
     seqs.push_back(static_cast<uint64_t>(next));

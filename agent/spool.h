@@ -7,7 +7,8 @@
 // position is never durable before the symptoms read up to it are (STYLE.md rule 7).
 //
 // Bounded by bytes: when the unacknowledged payloads exceed max_bytes, whole batches are dropped,
-// lowest severity first, oldest first within a severity, and their symptoms counted.
+// lowest severity first, oldest first within a severity, and their symptoms counted (occurrences:
+// an aggregated symptom of count N counts N, as the aggregator would have stored it).
 // Not thread-safe; used from the io_context thread. Blocking (local disk). Errors are returned
 // as false + reason, never thrown.
 #pragma once

@@ -31,6 +31,14 @@ common::SymptomBatchData batchOf(std::vector<common::Symptom> symptoms) {
   return b;
 }
 
+// A spool bounded to 4000 bytes: a few batches of ~1 KB each overflow it.
+std::unique_ptr<Spool> smallSpool(const TempDir& dir) {
+  std::string error;
+  SpoolOptions opts;
+  opts.max_bytes = 4000;
+  return Spool::open(dir.file("spool.db"), opts, &error);
+}
+
 }  // namespace
 
 TEST_CASE("spool: commit assigns increasing sequences and survives reopen", "[spool]") {
@@ -107,9 +115,7 @@ TEST_CASE("spool: checkpoints move only together with the symptoms (rolled back 
 TEST_CASE("spool: bounded; drops the least severe batches first and counts them", "[spool]") {
   TempDir dir;
   std::string error;
-  SpoolOptions opts;
-  opts.max_bytes = 4000;
-  auto spool = Spool::open(dir.file("spool.db"), opts, &error);
+  auto spool = smallSpool(dir);
   REQUIRE(spool);
   auto big = [](const std::string& rule, common::Severity sev) {
     auto s = symptom(rule, sev);
@@ -135,6 +141,35 @@ TEST_CASE("spool: bounded; drops the least severe batches first and counts them"
   REQUIRE(left.size() >= 3);
   CHECK(left[0].max_severity == common::Severity::kCritical);
   CHECK(left[0].sequence < left[1].sequence);
+}
+
+TEST_CASE("spool: a dropped batch counts the occurrences it held, an aggregated symptom of count N as N", "[spool]") {
+  TempDir dir;
+  std::string error;
+  auto spool = smallSpool(dir);
+  REQUIRE(spool);
+  uint64_t committed = 0;
+  for (uint32_t i = 0; i < 6; ++i) {
+    auto s = symptom("r" + std::to_string(i), i % 2 ? common::Severity::kInfo : common::Severity::kError, 3 + i);
+    s.evidence = {std::string(900, 'x')};
+    for (size_t k = 0; k < s.evidence[0].size(); ++k) s.evidence[0][k] = static_cast<char>('a' + (k * 7919 + i) % 26);
+    SpoolCommit c;
+    c.batches = {batchOf({s})};
+    REQUIRE(spool->commit(c, &error));
+    committed += s.count;
+  }
+  auto st = spool->stats();
+  REQUIRE(st.dropped_batches >= 1);
+  uint64_t left = 0;
+  for (const auto& b : spool->unacked(100, false)) {
+    std::string reason;
+    auto d = common::decodeBatch(b.payload.data(), b.payload.size(), &reason);
+    REQUIRE(d);
+    for (const auto& s : d->symptoms) left += s.count;
+  }
+  // Before: one per symptom, so a dropped count of 4 said 1 while 4 occurrences were gone.
+  CHECK(st.dropped_symptoms == committed - left);
+  CHECK(st.dropped_symptoms > st.dropped_batches);
 }
 
 TEST_CASE("spool: a corrupt spool file is moved aside and a fresh one created", "[spool]") {
