@@ -593,8 +593,7 @@ void Chaos::setUpJournalLane() {
   lanes_.push_back(std::move(lane));
 }
 
-// Symptom lines of the journal-text samples, each with its own stamp (one occurrence per symptom:
-// the spool's drop counter counts symptoms), written steadily and in bursts while the site stops.
+// Symptom lines of the journal-text samples, written steadily and in bursts while the site stops.
 void Chaos::setUpSpoolLane() {
   std::vector<std::string> pool;
   for (const auto& e : fs::recursive_directory_iterator(kSource + "/samples")) {
@@ -622,15 +621,15 @@ void Chaos::setUpSpoolLane() {
   lane.kind = "spool";
   lane.host = "chaos-spool";
   lane.path = file("node-chaos-spool/spool-lane.log");
-  // Stamps rise in the order lines are written (each line its own group: the spool counts
-  // dropped symptoms, one per group). 40 steady chunks of 20 lines from all severities; the
-  // spool-full faults write bursts of 300, one line in 20 critical.
+  // 40 steady chunks of 20 lines from all severities, a second apart; the spool-full faults write
+  // bursts of 300, ten a second (the agent merges a rule's lines of one second into one symptom of
+  // count N: a drop must count N), one line in 20 critical.
   lane.chunks.assign(40, "");
   spool_text_ = [this, pool, critical, rest, t = int64_t{1'719'792'000}, host = lane.host](bool burst) mutable {
     std::string out;
     for (int j = 0; j < (burst ? 300 : 20); ++j) {
       char buf[64];
-      time_t tt = static_cast<time_t>(t++);
+      time_t tt = static_cast<time_t>(!burst || j % 10 == 9 ? t++ : t);
       struct tm tm{};
       gmtime_r(&tt, &tm);
       std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000000+0000", &tm);
