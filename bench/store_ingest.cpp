@@ -11,7 +11,10 @@
 //   grouped  Store::ingestBatches over runs of --run batches, --group batches per group commit:
 //            what the ingest loop does with one pass.
 // Printed per mode and engine: symptoms/s (wall), CPU seconds of this process, and the ratio to
-// legacy on the same engine.
+// legacy on the same engine. The middle agent replays the sample's root node, the others its
+// other nodes in turn (as aggregator_load does); after the grouped mode, with --verdict, every
+// agent's host is one job's node list and the job's first verdict is timed: what the aggregator
+// does between a 10,000-node job's end POST and its stored verdict (VerdictEngine::onJobEnded).
 //
 //   build/bench/store_ingest --agents 2048 --batches 4
 //   build/bench/store_ingest --pg 'postgresql:///bench?host=/tmp/pg&port=54331&user=postgres'
@@ -21,11 +24,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
+#include "aggregator/verdicts/verdict_engine.h"
 #include "bench/cascade_sample.h"
 #include "common/rule_set.h"
 
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
   std::string pg_url, tmp_dir = "/tmp";
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
+  bool verdict = false;
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
   app.add_option("--agents", agents);
@@ -64,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--pg", pg_url, "also on this PostgreSQL database (emptied first: a bench database only)");
   app.add_option("--tmp", tmp_dir, "where the SQLite files go");
   app.add_option("--modes", modes);
+  app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
   CLI11_PARSE(app, argc, argv);
 
   auto loaded = common::loadRuleDirs({rules_dir});
@@ -78,19 +85,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "store_ingest: %s\n", error.c_str());
     return 2;
   }
-  std::vector<const std::pair<const std::string, std::vector<common::Symptom>>*> sample_nodes;
-  for (const auto& e : sample->by_node)
-    if (!e.second.empty()) sample_nodes.push_back(&e);
+  std::vector<const std::pair<const std::string, std::vector<common::Symptom>>*> others;
+  const std::vector<common::Symptom>* root_list = nullptr;
+  for (const auto& e : sample->by_node) {
+    if (e.first == sample->expected_node) root_list = &e.second;
+    else if (!e.second.empty()) others.push_back(&e);
+  }
+  if (!root_list || others.empty()) {
+    std::fprintf(stderr, "store_ingest: %s: no root node with symptoms (expected.json)\n", sample_dir.c_str());
+    return 2;
+  }
+  const size_t root_index = agents / 2;  // 0-based
 
   // Batch b of agent a: the next per_batch symptoms of its sample node, cyclically, one second
   // later per pass.
   std::vector<common::SymptomBatchData> all;
   all.reserve(agents * batches);
+  std::vector<std::string> hosts;
   for (size_t b = 0; b < batches; ++b)
     for (size_t a = 0; a < agents; ++a) {
       char host[32];
       std::snprintf(host, sizeof host, "gpu-n%05zu", a + 1);
-      const auto& [sample_host, list] = *sample_nodes[a % sample_nodes.size()];
+      if (b == 0) hosts.push_back(host);
+      const auto& sample_host = a == root_index ? sample->expected_node : others[a % others.size()]->first;
+      const auto& list = a == root_index ? *root_list : others[a % others.size()]->second;
       common::SymptomBatchData d;
       d.header.agent_id = std::string("agent-") + host;
       d.header.hostname = host;
@@ -111,6 +129,7 @@ int main(int argc, char** argv) {
               agents, batches, per_batch, total_symptoms, sample_dir.c_str(), run, group);
 
   SystemClock clock;
+  std::function<bool(Store&)> after;  // run on the store after the grouped mode
   auto measure = [&](const std::string& target, const std::string& mode) {
     Result r;
     std::string err;
@@ -142,6 +161,7 @@ int main(int argc, char** argv) {
     r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.cpu = cpuSeconds() - c0;
     if (r.symptoms != total_symptoms) r.ok = false;
+    if (mode == "grouped" && after && !after(*store)) r.ok = false;
     return r;
   };
   auto empty_pg = [&](const std::string& url) {
@@ -153,6 +173,41 @@ int main(int argc, char** argv) {
       return false;
     }
     return true;
+  };
+
+  // The job over every host, ended as the sample's did; its first verdict, timed.
+  auto judge = [&](Store& store) {
+    JobUpdate u;
+    u.job_id = "900001";
+    u.state = sample->job.state.empty() ? "FAILED" : sample->job.state;
+    u.exit_code = sample->job.exit_code;
+    u.start_ns = sample->job.start_ns;
+    u.end_ns = sample->job.end_ns;
+    u.nodes = hosts;
+    std::string err;
+    if (!store.recordJob(u, &err)) {
+      std::fprintf(stderr, "store_ingest: job: %s\n", err.c_str());
+      return false;
+    }
+    ManualClock at(sample->job.end_ns + 1'000'000'000);
+    VerdictEngine engine(store, at, loaded.rules, {});
+    const double c0 = cpuSeconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto v = engine.onJobEnded(u.job_id);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!v) {
+      std::fprintf(stderr, "store_ingest: no verdict\n");
+      return false;
+    }
+    const auto& d = v->diagnosis;
+    const std::string node = d.responsible.empty() ? "" : d.responsible[0].node;
+    char want_host[32];
+    std::snprintf(want_host, sizeof want_host, "gpu-n%05zu", root_index + 1);
+    const bool right = node == want_host && d.cause && d.cause->rule_id == sample->expected_rule;
+    std::printf("           verdict  %zu-node job over %lld symptoms: %.3f s (cpu %.3f s): %s %s %s: %s\n", hosts.size(),
+                static_cast<long long>(v->symptoms), wall, cpuSeconds() - c0, common::subDomainName(d.sub_domain).data(),
+                node.c_str(), d.cause ? d.cause->rule_id.c_str() : "-", right ? "RIGHT" : "WRONG");
+    return right;
   };
 
   std::vector<std::string> engines = {"sqlite"};
@@ -173,6 +228,7 @@ int main(int argc, char** argv) {
         if (!empty_pg(pg_url)) return 1;
         target = pg_url;
       }
+      if (verdict) after = judge;
       auto r = measure(target, mode);
       if (eng == "sqlite")
         for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);

@@ -86,6 +86,29 @@ json symptomToJson(const common::Symptom& s) {
 
 namespace {
 
+// How many leading bytes of `v` a JSON string holds as they are: up to the first '"', '\\' or
+// control character (and, with `ascii_only`, byte >= 0x80: UTF-8 the writer checks on its own).
+// Eight bytes at a time: evidence lines are long and mostly plain.
+size_t plainJsonRun(std::string_view v, bool ascii_only) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  auto zeroByte = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, v.data() + i, 8);
+    // A byte below 0x20: (x - 0x20..) borrows into its high bit, unless the byte had it set.
+    uint64_t special = ((x - kOnes * 0x20) & ~x & kHigh) | zeroByte(x ^ (kOnes * '"')) | zeroByte(x ^ (kOnes * '\\'));
+    if (ascii_only) special |= x & kHigh;
+    if (special) break;
+  }
+  while (i < v.size()) {
+    auto b = static_cast<unsigned char>(v[i]);
+    if (b < 0x20 || b == '"' || b == '\\' || (ascii_only && b >= 0x80)) break;
+    ++i;
+  }
+  return i;
+}
+
 // Appends `v` as nlohmann::json::dump() writes a string (ensure_ascii off): ", \ and the control
 // characters escaped (\b \f \n \r \t, others \u00xx), everything else as is. false when `v` is not
 // valid UTF-8 (dump() throws then; the caller falls back to it).
@@ -94,23 +117,7 @@ bool appendJsonString(std::string& out, std::string_view v) {
   out.push_back('"');
   for (size_t i = 0; i < v.size();) {
     // A run of bytes written as they are, in one append.
-    size_t run = i;
-    // Eight bytes at a time while none is special (a control character, non-ASCII, '"', '\\'):
-    // evidence lines are long and mostly plain.
-    constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-    auto zeroByte = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
-    while (run + 8 <= v.size()) {
-      uint64_t x;
-      std::memcpy(&x, v.data() + run, 8);
-      if ((x & kHigh) | ((x - kOnes * 0x20) & ~x & kHigh) | zeroByte(x ^ (kOnes * '"')) | zeroByte(x ^ (kOnes * '\\')))
-        break;
-      run += 8;
-    }
-    while (run < v.size()) {
-      auto b = static_cast<unsigned char>(v[run]);
-      if (b < 0x20 || b >= 0x80 || b == '"' || b == '\\') break;
-      ++run;
-    }
+    size_t run = i + plainJsonRun(v.substr(i), true);
     if (run > i) {
       out.append(v.data() + i, run - i);
       i = run;
@@ -280,8 +287,7 @@ class PayloadReader {
   bool string(std::string* out) {
     if (!lit("\"")) return false;
     while (i_ < t_.size()) {
-      size_t run = i_;
-      while (run < t_.size() && t_[run] != '"' && t_[run] != '\\' && static_cast<unsigned char>(t_[run]) >= 0x20) ++run;
+      size_t run = i_ + plainJsonRun(t_.substr(i_), false);
       out->append(t_.data() + i_, run - i_);
       i_ = run;
       if (i_ >= t_.size()) return false;

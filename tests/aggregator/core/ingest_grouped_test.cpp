@@ -210,6 +210,14 @@ TEST_CASE("ingest: symptomFromPayload reads back what symptomFromJson reads, any
   std::string text = symptomJsonText(s);
   CHECK(same(symptomFromPayload(text), s));
   CHECK(same(symptomFromPayload(text), symptomFromJson(nlohmann::json::parse(text))));
+  // Plain runs are scanned eight bytes at a time: every escape at every offset of a word.
+  for (std::string special : {"\"", "\\", "\x01", "\n", "\x7f", "é", "\xF0\x9F\x98\x80", "/"})
+    for (size_t at = 0; at < 20; ++at) {
+      auto t = s;
+      t.summary = std::string(at, 'a') + special + std::string(19 - at, 'z');
+      t.evidence = {std::string(at + 3, 'x') + special, special + std::string(at, 'y')};
+      CHECK(same(symptomFromPayload(symptomJsonText(t)), t));
+    }
   s.evidence.clear();
   s.fields.clear();
   s.time_known = false;
