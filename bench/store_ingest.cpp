@@ -15,6 +15,9 @@
 // other nodes in turn (as aggregator_load does); after the grouped mode, with --verdict, every
 // agent's host is one job's node list and the job's first verdict is timed: what the aggregator
 // does between a 10,000-node job's end POST and its stored verdict (VerdictEngine::onJobEnded).
+// With --prune, retention then deletes every row in the aggregator's steps (Store::pruneStep,
+// 5,000 rows each, one short transaction per step so ingest interleaves): rows/s and the longest
+// step, which is how long ingest can wait behind it.
 //
 //   build/bench/store_ingest --agents 2048 --batches 4
 //   build/bench/store_ingest --pg 'postgresql:///bench?host=/tmp/pg&port=54331&user=postgres'
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
   std::string pg_url, tmp_dir = "/tmp";
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
-  bool verdict = false;
+  bool verdict = false, prune = false;
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
   app.add_option("--agents", agents);
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--pg", pg_url, "also on this PostgreSQL database (emptied first: a bench database only)");
   app.add_option("--tmp", tmp_dir, "where the SQLite files go");
   app.add_option("--modes", modes);
+  app.add_flag("--prune", prune, "after the grouped mode (and verdict): every symptom pruned, 5,000 rows a step");
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
   CLI11_PARSE(app, argc, argv);
 
@@ -210,6 +214,25 @@ int main(int argc, char** argv) {
     return right;
   };
 
+  auto prune_all = [&](Store& store) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double longest = 0;
+    size_t rows = 0, steps = 0;
+    const int64_t cutoff = SystemClock().nowNs() + 1'000'000'000;
+    for (size_t n = 5000; n == 5000; ++steps) {
+      const auto s0 = std::chrono::steady_clock::now();
+      n = store.pruneStep(cutoff, 0, 5000);
+      longest = std::max(longest, std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count());
+      rows += n;
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto left = store.counts();
+    std::printf("           prune    %zu rows in %zu steps, %.2f s: %.0f rows/s, longest step %.1f ms; left %llu symptoms\n",
+                rows, steps, wall, wall > 0 ? double(rows) / wall : 0.0, longest * 1e3,
+                static_cast<unsigned long long>(left.symptoms));
+    return left.symptoms == 0;
+  };
+
   std::vector<std::string> engines = {"sqlite"};
   if (!pg_url.empty()) engines.push_back("postgresql");
   int rc = 0;
@@ -228,7 +251,7 @@ int main(int argc, char** argv) {
         if (!empty_pg(pg_url)) return 1;
         target = pg_url;
       }
-      if (verdict) after = judge;
+      after = [&](Store& st) { return (!verdict || judge(st)) && (!prune || prune_all(st)); };
       auto r = measure(target, mode);
       if (eng == "sqlite")
         for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);
