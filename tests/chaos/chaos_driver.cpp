@@ -116,7 +116,7 @@ struct Proc {
   bool restart_pending = false;
   Steady::time_point restart_at{}, cont_at{};
   uint64_t peak_kb = 0;
-  int starts = 0, unexpected_exits = 0;
+  int starts = 0, crashes = 0, exits = 0;  // ended on their own: by a signal, with a status
 
   void sampleRss() {
     if (pid <= 0) return;
@@ -154,7 +154,8 @@ struct Proc {
       stopped = false;
     }
   }
-  // Reaps a process that ended on its own (a crash): counted, restarted by the caller.
+  // Reaps a process that ended on its own (a crash, or an exit: e.g. no spool on a full disk):
+  // counted, restarted by the caller (as systemd would).
   bool exitedOnItsOwn() {
     if (pid <= 0) return false;
     int status = 0;
@@ -163,7 +164,7 @@ struct Proc {
                  WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
                  tail(log).c_str());
     pid = -1;
-    ++unexpected_exits;
+    ++(WIFSIGNALED(status) ? crashes : exits);
     return true;
   }
 };
@@ -248,11 +249,15 @@ std::unique_ptr<Store> openStore(const std::string& path) {
   std::string error;
   return Store::open(path, clock, o, &error);
 }
-Counts storedIn(const std::string& db) {
+Counts storedSince(const std::string& db, const std::string& node, int64_t since_ns);
+Counts storedIn(const std::string& db) { return storedSince(db, "", 0); }
+Counts storedSince(const std::string& db, const std::string& node, int64_t since_ns) {
   Counts c;
   auto store = openStore(db);
   if (!store) return c;
   SymptomFilter f;
+  if (!node.empty()) f.nodes = {node};
+  f.since_ns = since_ns;
   f.limit = 10'000'000;
   for (const auto& s : store->symptoms(f)) c[{s.symptom.node, s.symptom.rule_id}] += s.symptom.count;
   return c;
@@ -286,6 +291,7 @@ class Chaos {
   }
   ~Chaos() {
     for (auto& p : procs_) p->signal(SIGKILL);
+    if (disk_mounted_) runCommand("umount " + file("disk") + " 2>&1", 4096);
     if (opt_.keep.empty()) fs::remove_all(dir_);
   }
   int run();
@@ -313,6 +319,9 @@ class Chaos {
   void setUpJournalLane();
   void setUpSpoolLane();
   void setUpFloodLane();
+  void setUpDiskLane();
+  Lane fabricManagerLane(const std::string& kind);
+  void fillDisk(bool fill);
   Proc& addAgent(Lane& lane, std::vector<std::string> sources, uint64_t spool_max = 0);
 
   void feed(double fraction);
@@ -353,12 +362,20 @@ class Chaos {
   double flood_start_s_ = 0;
   uint64_t kills_ = 0;
   std::function<std::string(bool burst)> spool_text_;  // the spool lane's next lines
+  int64_t spool_t_ = 1'719'792'000;  // the stamp (s) of its next line
+  // After the faults, once its spool is empty, the spool lane gets 20 more lines (well under the
+  // bound): all of them must arrive (the agent still works; not every line may be dropped).
+  int64_t canary_from_ns_ = 0;
   uint64_t spool_dropped_ = 0, spool_lost_ = 0;
   size_t verdicts_judged_ = 0;
   bool jobs_reported_ = false;
+  bool disk_mounted_ = false, disk_full_ = false;
+  Steady::time_point disk_free_at_{};
+  Lane* disk_lane_ = nullptr;
   // the Fabric Manager agent's clock as the site sees it: newest heartbeat stamp - arrival, max (s)
   double skew_max_s_ = 0;
   void observeClock();
+  void scanSpoolLane();
 };
 
 // ---- setup -----------------------------------------------------------------------------------
@@ -403,6 +420,11 @@ void Chaos::startSite() {
 
 Proc& Chaos::addAgent(Lane& lane, std::vector<std::string> sources, uint64_t spool_max) {
   std::string home = file("node-" + lane.host);
+  std::string spool = home + "/spool.db";
+  if (auto it = std::find(sources.begin(), sources.end(), "--spool-path"); it != sources.end()) {
+    spool = *(it + 1);
+    sources.erase(it, it + 2);
+  }
   fs::create_directories(home);
   keygen(home, "agent");
   fs::copy_file(home + "/agent.pub", file("agents.d/" + lane.host + ".pub"));
@@ -411,7 +433,7 @@ Proc& Chaos::addAgent(Lane& lane, std::vector<std::string> sources, uint64_t spo
   p.args.insert(p.args.end(), sources.begin(), sources.end());
   std::vector<std::string> rest{
       "--files-from-start", "true", "--file-poll-ms", "50", "--endpoints", "@site@", "--spool-path",
-      home + "/spool.db", "--state-dir", home, "--batch-interval-ms", "50", "--aggregate-window-s", "0",
+      spool, "--state-dir", home, "--batch-interval-ms", "50", "--aggregate-window-s", "0",
       "--ack-timeout-ms", "500", "--rules-dirs", kSource + "/rules", "--rules-override-dir", "",
       "--log-rate-per-minute", "0", "--hostname", lane.host, "--agent-id", lane.host, "--heartbeat-interval-s", "1",
       "--curve-secret-key-file", home + "/agent.key", "--curve-server-public-key", server_pub_, "--utc-offset-s", "0",
@@ -515,19 +537,24 @@ void Chaos::setUpKmsgLane() {
   lanes_.push_back(std::move(lane));
 }
 
-void Chaos::setUpFmLane() {
+// The samples' Fabric Manager logs, 20 times over, for the lane `kind` (host chaos-<kind>).
+Lane Chaos::fabricManagerLane(const std::string& kind) {
   std::string one;
   for (const auto& e : fs::recursive_directory_iterator(kSource + "/samples"))
     if (e.path().filename() == "fabricmanager.log") one += slurp(e.path().string());
   Lane lane;
-  lane.kind = "fm";
-  lane.host = "chaos-fm";
-  lane.path = file("node-chaos-fm/fabricmanager.log");
+  lane.kind = kind;
+  lane.host = "chaos-" + kind;
+  lane.path = file("node-" + lane.host + "/fabricmanager.log");
   for (int rep = 0; rep < 20; ++rep) lane.chunks.push_back(one);
   lane.expected = offline_.scan(one, common::LogFormat::kFabricManager, lane.host, lane.path,
                                 common::SourceKind::kFabricManager);
   for (auto& [k, v] : lane.expected) v *= 20;
-  lanes_.push_back(std::move(lane));
+  return lane;
+}
+
+void Chaos::setUpFmLane() {
+  lanes_.push_back(fabricManagerLane("fm"));
 }
 
 // Journal export entries (the samples' journal.export files, and the kmsg samples' texts as
@@ -625,7 +652,7 @@ void Chaos::setUpSpoolLane() {
   // bursts of 300, ten a second (the agent merges a rule's lines of one second into one symptom of
   // count N: a drop must count N), one line in 20 critical.
   lane.chunks.assign(40, "");
-  spool_text_ = [this, pool, critical, rest, t = int64_t{1'719'792'000}, host = lane.host](bool burst) mutable {
+  spool_text_ = [this, pool, critical, rest, &t = spool_t_, host = lane.host](bool burst) mutable {
     std::string out;
     for (int j = 0; j < (burst ? 300 : 20); ++j) {
       char buf[64];
@@ -639,6 +666,37 @@ void Chaos::setUpSpoolLane() {
     return out;
   };
   lanes_.push_back(std::move(lane));
+}
+
+// The Fabric Manager logs again, into an agent whose spool is on a 4 MiB tmpfs that the "disk full"
+// fault fills to the last byte and frees again. Mounting needs root (CAP_SYS_ADMIN): without it
+// the lane is left out and the run says why.
+void Chaos::setUpDiskLane() {
+  fs::create_directories(file("disk"));
+  auto r = runCommand("mount -t tmpfs -o size=4m faultline-chaos " + file("disk") + " 2>&1", 4096);
+  if (r.status != 0) {
+    std::printf("chaos: no disk-full lane: cannot mount a tmpfs (%s)\n", trimmed(r.out).c_str());
+    return;
+  }
+  disk_mounted_ = true;
+  lanes_.push_back(fabricManagerLane("disk"));
+}
+
+// Fills the tmpfs under the disk lane's spool to the last byte (ENOSPC), or frees it.
+void Chaos::fillDisk(bool fill) {
+  const std::string filler = file("disk/filler");
+  if (!fill) {
+    fs::remove(filler);
+    return;
+  }
+  int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  std::string block(64 << 10, 'f');
+  for (size_t size = block.size(); size > 0;) {
+    ssize_t n = ::write(fd, block.data(), size);
+    if (n < 0) size /= 2;  // ENOSPC: smaller writes take the last pages
+  }
+  ::close(fd);
 }
 
 void Chaos::setUpFloodLane() {
@@ -719,6 +777,13 @@ void Chaos::vacuumJournal(bool agent_down_only) {
   ++table_.faults[agent_down_only ? "journal vacuum (agent down)" : "journal vacuum"];
 }
 
+// The spool lane's expected counts: the offline engine over the whole file as written.
+void Chaos::scanSpoolLane() {
+  std::string text = slurp(spool_lane_->path);
+  auto format = common::detectFormat(std::string_view(text).substr(0, 65536));
+  spool_lane_->expected = offline_.scan(text, format, spool_lane_->host, spool_lane_->path, common::sourceKindOf(format));
+}
+
 void Chaos::observeClock() {
   if (!fm_agent_) return;
   auto store = openStore(file("site.db"));
@@ -763,13 +828,20 @@ void Chaos::injectFault() {
     p->stopped = true;
     p->cont_at = later(300, 2500);
     ++table_.faults[p == site_ ? "link cut site (SIGSTOP)" : p == central_ ? "link cut central (SIGSTOP)" : "link cut agent (SIGSTOP)"];
-  } else if (r < 0.94) {
+  } else if (r < 0.92) {
     if (!fm_agent_) return;
     // libfaketime re-reads the file on every clock call: the step takes effect at once
     static const char* steps[] = {"+2h", "-2h", "+1d", "-1d", "-1000d", "+0"};
     const char* step = steps[pick(6)];
     std::ofstream(file("fm-faketime")) << step << "\n";
     ++table_.faults[step[0] == '-' ? "clock step back" : "clock step forward"];
+  } else if (r < 0.96) {
+    // disk full: the disk lane's spool cannot grow until the filler goes again
+    if (!disk_lane_ || disk_full_) return;
+    fillDisk(true);
+    disk_full_ = true;
+    disk_free_at_ = later(1000, 4000);
+    ++table_.faults["disk full (tmpfs under a spool)"];
   } else {
     // spool full: the site stops while the spool lane writes a burst bigger than the bound
     if (!up(site_) || !up(spool_lane_->agent)) return;
@@ -783,6 +855,10 @@ void Chaos::injectFault() {
 
 void Chaos::tickProcesses() {
   auto now = Steady::now();
+  if (disk_full_ && now >= disk_free_at_) {
+    fillDisk(false);
+    disk_full_ = false;
+  }
   for (auto& p : procs_) {
     if (p->exitedOnItsOwn()) {
       p->restart_pending = true;
@@ -824,6 +900,14 @@ bool Chaos::converged(std::string* diff) {
   const uint64_t spool_want = total(spool_lane_->expected);
   spool_lost_ = spool_want > spool_stored ? spool_want - spool_stored : 0;
   if (unsent != 0) out += "spool lane: " + std::to_string(unsent) + " batches not yet acknowledged\n";
+  if (canary_from_ns_ == 0 && unsent == 0 && spool_lane_->agent->pid > 0) {
+    canary_from_ns_ = spool_t_ * 1'000'000'000;
+    append(spool_lane_->path, spool_text_(false));
+    scanSpoolLane();
+  }
+  uint64_t canary = 0;
+  for (const auto& [k, v] : storedSince(file("site.db"), spool_lane_->host, canary_from_ns_)) canary += v;
+  if (canary_from_ns_ == 0 || canary != 20) out += "spool lane: " + std::to_string(canary) + " of its last 20 lines stored\n";
   if (spool_lost_ > spool_dropped_)
     out += "spool lane: " + std::to_string(spool_lost_) + " lost but only " + std::to_string(spool_dropped_) +
            " counted as dropped\n";
@@ -937,24 +1021,25 @@ void Chaos::printTable(bool counts_ok, bool verdicts_ok, const std::string& diff
     if (s.job["state"].get<std::string>() != "COMPLETED") ++failed;
   std::printf("verdicts equal to offline attribution: %zu of %zu (site + central, %zu failed jobs) %s\n",
               verdicts_judged_, 2 * failed, failed, verdicts_ok ? "" : "MISMATCH");
-  std::printf("\n%-28s %12s %7s %6s\n", "process", "peak RSS kB", "starts", "crash");
-  uint64_t verdict_peak = 0;
-  int verdict_n = 0, verdict_starts = 0, verdict_crashes = 0;
+  std::printf("\n%-28s %12s %7s %6s %5s\n", "process", "peak RSS kB", "starts", "crash", "exit");
+  Proc verdict;  // the verdict agents together: the highest peak, the sums
+  int verdict_n = 0;
   for (const auto& p : procs_) {
-    bool verdict = false;
+    bool is_verdict = false;
     for (const auto& l : lanes_)
-      if (l.agent == p.get() && l.kind == "verdict") verdict = true;
-    if (verdict) {
-      verdict_peak = std::max(verdict_peak, p->peak_kb);
+      if (l.agent == p.get() && l.kind == "verdict") is_verdict = true;
+    if (is_verdict) {
+      verdict.peak_kb = std::max(verdict.peak_kb, p->peak_kb);
       ++verdict_n;
-      verdict_starts += p->starts;
-      verdict_crashes += p->unexpected_exits;
+      verdict.starts += p->starts;
+      verdict.crashes += p->crashes;
+      verdict.exits += p->exits;
       continue;
     }
-    std::printf("%-28s %12" PRIu64 " %7d %6d\n", p->name.c_str(), p->peak_kb, p->starts, p->unexpected_exits);
+    std::printf("%-28s %12" PRIu64 " %7d %6d %5d\n", p->name.c_str(), p->peak_kb, p->starts, p->crashes, p->exits);
   }
-  std::printf("%-28s %12" PRIu64 " %7d %6d\n", ("agent-verdict (max of " + std::to_string(verdict_n) + ")").c_str(),
-              verdict_peak, verdict_starts, verdict_crashes);
+  std::printf("%-28s %12" PRIu64 " %7d %6d %5d\n", ("agent-verdict (max of " + std::to_string(verdict_n) + ")").c_str(),
+              verdict.peak_kb, verdict.starts, verdict.crashes, verdict.exits);
   if (fm_agent_)
     std::printf("clock steps: the fm agent's newest heartbeat stamp ran up to %+.0f s ahead of the site's clock "
                 "(the site keeps the newest stamp: backward steps do not show there)\n",
@@ -971,18 +1056,21 @@ int Chaos::run() {
   setUpFmLane();
   setUpJournalLane();
   setUpSpoolLane();
+  setUpDiskLane();
   if (opt_.flood_seconds > 0) setUpFloodLane();
   for (auto& l : lanes_) {
     if (l.kind == "kmsg") kmsg_lane_ = &l;
     if (l.kind == "journal") journal_lane_ = &l;
     if (l.kind == "spool") spool_lane_ = &l;
     if (l.kind == "flood") flood_lane_ = &l;
+    if (l.kind == "disk") disk_lane_ = &l;
   }
   for (auto& l : lanes_) {
     fs::create_directories(file("node-" + l.host));
     if (l.kind != "kmsg" && l.kind != "journal") std::ofstream(l.path, std::ios::app).flush();
     if (l.kind == "verdict" || l.kind == "spool") addAgent(l, {"--fabricmanager-log", "", "--file-globs", l.path}, l.kind == "spool" ? 65536 : 0);
     else if (l.kind == "fm" || l.kind == "flood") addAgent(l, {"--fabricmanager-log", l.path});
+    else if (l.kind == "disk") addAgent(l, {"--fabricmanager-log", l.path, "--spool-path", file("disk/spool.db")});
     else if (l.kind == "journal")
       addAgent(l, {"--fabricmanager-log", "", "--journald", "true", "--journal-dir", l.path, "--journal-from-head", "true"});
     else if (l.kind == "kmsg") {
@@ -1012,6 +1100,18 @@ int Chaos::run() {
   startSite();
   for (auto& l : lanes_)
     if (!l.agent->start()) throw std::runtime_error("cannot start " + l.agent->name);
+  // The faults begin once every agent runs (its heartbeat at the site): starting 27 agents on a
+  // busy 2-core machine takes seconds.
+  const bool all_up = testing::pollUntil(
+      [&] {
+        auto store = openStore(file("site.db"));
+        if (!store) return false;
+        size_t beating = 0;
+        for (const auto& a : store->agents()) beating += a.last_heartbeat_ns > 0;
+        return beating == lanes_.size();
+      },
+      std::chrono::seconds(120));
+  if (!all_up) throw std::runtime_error("not every agent sent a heartbeat within 120 s");
   std::printf("chaos: %zu samples, %zu agents, seed %" PRIu64 ", setup %.1f s, work dir %s\n", samples_.size(),
               lanes_.size(), opt_.seed, std::chrono::duration<double>(Steady::now() - t0).count(), dir_.c_str());
   std::fflush(stdout);
@@ -1059,12 +1159,10 @@ int Chaos::run() {
     if (p->pid <= 0) p->start();
   }
   if (fm_agent_) std::ofstream(file("fm-faketime")) << "+0\n";
+  if (disk_full_) fillDisk(false);
+  disk_full_ = false;
   feed(1.0);
-  {
-    std::string text = slurp(spool_lane_->path);
-    auto format = common::detectFormat(std::string_view(text).substr(0, 65536));
-    spool_lane_->expected = offline_.scan(text, format, spool_lane_->host, spool_lane_->path, common::sourceKindOf(format));
-  }
+  scanSpoolLane();
   if (flood_lane_) add(flood_lane_->expected, flood_block_counts_, flood_lines_ / 1000);
   std::printf("chaos: fault phase over after %.1f s, %" PRIu64 " kills; draining\n",
               std::chrono::duration<double>(Steady::now() - start).count(), kills_);
@@ -1093,7 +1191,7 @@ int Chaos::run() {
   }
   for (auto& p : procs_) p->sampleRss();
   int crashes = 0;
-  for (auto& p : procs_) crashes += p->unexpected_exits;
+  for (auto& p : procs_) crashes += p->crashes;
   printTable(counts_ok, verdicts_ok, diff);
   if (!vdiff.empty()) std::printf("%s", vdiff.substr(0, 6000).c_str());
   std::printf("drained after %.1f s of run; total %.1f s\n", drained_s,
