@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/symptom.h"
@@ -25,6 +26,7 @@
 #include "common/wire.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace faultline::agent {
 
@@ -94,8 +96,13 @@ class Spool : public uplink::Outbox {
   int64_t counter(const char* name) const;
   bool setCounter(const char* name, int64_t value, std::string* error);
 
+  // The statements every commit, ack and shipper wake runs, prepared once (by their SQL text's
+  // address: string literals).
+  sqlite3_stmt* prepared(const char* sql) const;
+
   sqlite3* db_;
   SpoolOptions options_;
+  mutable std::unordered_map<const char*, sqlite3_stmt*> stmts_;
 };
 
 }  // namespace faultline::agent

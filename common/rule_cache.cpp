@@ -23,7 +23,7 @@ namespace {
 
 // Bump when the payload layout changes (a new field in Rule, Relation, SymptomMatcher, Symptom):
 // an older file then reads as stale and is rebuilt.
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: one Vectorscan database (stream mode) instead of two
 constexpr char kMagic[8] = {'F', 'L', 'R', 'U', 'L', 'E', 'S', '\n'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8;  // magic, format, reserved, key, payload length, checksum
 
@@ -389,7 +389,8 @@ std::string defaultRuleCacheDir() {
   return {};
 }
 
-CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const std::string& cache_dir) {
+CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const std::string& cache_dir,
+                                  bool build_on_miss) {
   namespace fs = std::filesystem;
   CachedRuleLoad out;
   if (cache_dir.empty()) {
@@ -424,6 +425,7 @@ CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const st
     }
     if (error == "stale") out.cache = CachedRuleLoad::Cache::kStale;
   }
+  if (!build_on_miss) return out;
   if (out.cache == CachedRuleLoad::Cache::kUnreadable)
     out.note = fmt::format("rule cache {} unreadable ({}); loaded the YAML rules", out.path, error);
   bytes.clear();

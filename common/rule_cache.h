@@ -32,7 +32,10 @@ struct CachedRuleLoad {
 
 // readRuleFiles + (cache or loadRuleSet). cache_dir "" = no cache (plain loadRuleDirs). The
 // directory is created when missing. Rule files with errors give the errors, never a cache.
-CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const std::string& cache_dir);
+// build_on_miss false: a cache that does not hold these rules gives no rules and no errors (and
+// the cache state), so a caller can build them elsewhere (the agent: on a helper thread).
+CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const std::string& cache_dir,
+                                  bool build_on_miss = true);
 
 // $XDG_CACHE_HOME/faultline, else $HOME/.cache/faultline; "" when neither is set.
 std::string defaultRuleCacheDir();

@@ -43,15 +43,16 @@ class LiteralScanner {
   // The literals it was built from (literal i has id i).
   const std::vector<std::string>& literals() const { return literals_; }
 
-  // Both compiled databases (hs_serialize_database) in one blob, so a rule cache can skip the
+  // The compiled database (hs_serialize_database) as one blob, so a rule cache can skip the
   // compile at start-up; fromSerialized() takes the same literals and that blob back. Null with
   // *error set when the blob is not one (truncated, another Vectorscan version or platform):
   // then build() again.
   std::string serialize() const;
   static std::shared_ptr<const LiteralScanner> fromSerialized(const std::vector<std::string>& literals,
                                                               std::string_view blob, std::string* error);
-  // Block mode over one string: the ids of the literals that occur in it (each once, ascending;
-  // triggers not included). False when the search failed (then *ids is meaningless).
+  // One string searched on its own (a stream opened and closed): the ids of the literals that
+  // occur in it (each once, ascending; triggers not included). False when the search failed (then
+  // *ids is meaningless).
   bool literalsIn(std::string_view text, std::vector<int>* ids) const;
 
   // The search state of one stream (one per parser; not thread-safe). Hit end offsets (bytes from
@@ -84,7 +85,6 @@ class LiteralScanner {
  private:
   LiteralScanner() = default;
   hs_database* stream_db_ = nullptr;
-  hs_database* block_db_ = nullptr;
   hs_scratch* proto_scratch_ = nullptr;  // cloned per Stream / per thread
   size_t count_ = 0;
   std::vector<std::string> literals_;

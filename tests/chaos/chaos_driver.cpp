@@ -78,6 +78,7 @@ struct Options {
   uint64_t flood_rate = 100000;
   double drain_seconds = 90;  // deadline for the end state
   std::string keep;           // work directory kept here (else a temp dir, removed)
+  bool disk_restarts = false;  // the disk lane's agent is also killed while its disk is full
 };
 
 using testing::readFile;
@@ -435,7 +436,7 @@ Proc& Chaos::addAgent(Lane& lane, std::vector<std::string> sources, uint64_t spo
       "--files-from-start", "true", "--file-poll-ms", "50", "--endpoints", "@site@", "--spool-path",
       spool, "--state-dir", home, "--batch-interval-ms", "50", "--aggregate-window-s", "0",
       "--ack-timeout-ms", "500", "--rules-dirs", kSource + "/rules", "--rules-override-dir", "",
-      "--log-rate-per-minute", "0", "--hostname", lane.host, "--agent-id", lane.host, "--heartbeat-interval-s", "1",
+      "--log-rate-per-minute", "600", "--hostname", lane.host, "--agent-id", lane.host, "--heartbeat-interval-s", "1",
       "--curve-secret-key-file", home + "/agent.key", "--curve-server-public-key", server_pub_, "--utc-offset-s", "0",
       "--nvidia-smi", ""};
   if (spool_max) rest.insert(rest.end(), {"--spool-max-bytes", std::to_string(spool_max)});
@@ -838,6 +839,16 @@ void Chaos::injectFault() {
   } else if (r < 0.96) {
     // disk full: the disk lane's spool cannot grow until the filler goes again
     if (!disk_lane_ || disk_full_) return;
+    // With --disk-restarts, half the time the agent dies first and restarts on the full disk (its
+    // spool's WAL then has to be recovered where no byte is free).
+    Proc* p = disk_lane_->agent;
+    if (opt_.disk_restarts && up(p) && uniform(0, 1) < 0.5) {
+      p->signal(SIGKILL);
+      p->restart_pending = true;
+      p->restart_at = later(30, 400);
+      ++kills_;
+      ++table_.faults["SIGKILL agent, restarted on a full disk"];
+    }
     fillDisk(true);
     disk_full_ = true;
     disk_free_at_ = later(1000, 4000);
@@ -1040,6 +1051,16 @@ void Chaos::printTable(bool counts_ok, bool verdicts_ok, const std::string& diff
   }
   std::printf("%-28s %12" PRIu64 " %7d %6d %5d\n", ("agent-verdict (max of " + std::to_string(verdict_n) + ")").c_str(),
               verdict.peak_kb, verdict.starts, verdict.crashes, verdict.exits);
+  // An agent that could not open its spool and started a new one says so in its log.
+  size_t fresh_spools = 0;
+  for (const auto& l : lanes_) {
+    std::string log = slurp(l.agent->log);
+    for (size_t at = 0; (at = log.find("spool unreadable, started a new one", at)) != std::string::npos; ++at) {
+      ++fresh_spools;
+      std::printf("%s: %s\n", l.agent->name.c_str(), log.substr(at, log.find('\n', at) - at).c_str());
+    }
+  }
+  std::printf("spools moved aside and started anew: %zu\n", fresh_spools);
   if (fm_agent_)
     std::printf("clock steps: the fm agent's newest heartbeat stamp ran up to %+.0f s ahead of the site's clock "
                 "(the site keeps the newest stamp: backward steps do not show there)\n",
@@ -1223,6 +1244,7 @@ int main(int argc, char** argv) {
     else if (k == "--flood-rate") o.flood_rate = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "--drain-seconds") o.drain_seconds = std::atof(v.c_str());
     else if (k == "--keep") o.keep = v;
+    else if (k == "--disk-restarts") o.disk_restarts = v == "1" || v == "true";
     else {
       std::fprintf(stderr, "chaos_driver: unknown option %s\n", k.c_str());
       return 2;
