@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <set>
 #include <thread>
 
@@ -88,11 +91,23 @@ namespace {
 
 // How many leading bytes of `v` a JSON string holds as they are: up to the first '"', '\\' or
 // control character (and, with `ascii_only`, byte >= 0x80: UTF-8 the writer checks on its own).
-// Eight bytes at a time: evidence lines are long and mostly plain.
+// Evidence lines are long and mostly plain: many bytes at a time.
 size_t plainJsonRun(std::string_view v, bool ascii_only) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  // Sixteen at a time where SSE2 is (every x86-64): the first special byte's position directly.
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1f);
+  for (; i + 16 <= v.size(); i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.data() + i));
+    const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                         _mm_cmpeq_epi8(_mm_min_epu8(x, control), x));  // x <= 0x1f
+    int mask = _mm_movemask_epi8(special);
+    if (ascii_only) mask |= _mm_movemask_epi8(x);  // the high bit: a byte >= 0x80
+    if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
   constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
   auto zeroByte = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
-  size_t i = 0;
   for (; i + 8 <= v.size(); i += 8) {
     uint64_t x;
     std::memcpy(&x, v.data() + i, 8);
@@ -278,10 +293,16 @@ class PayloadReader {
     i_ += l.size();
     return true;
   }
-  // ,"name": (the first key without the comma)
+  // ,"name": (the first key without the comma), compared in place: called ~25 times a symptom.
   bool key(std::string_view name, bool first = false) {
-    if (!first && !lit(",")) return false;
-    return lit("\"") && lit(name) && lit("\":");
+    const size_t lead = first ? 1 : 2, need = lead + name.size() + 2;
+    if (t_.size() - i_ < need) return false;
+    const char* p = t_.data() + i_;
+    if ((!first && *p++ != ',') || *p++ != '"' || std::memcmp(p, name.data(), name.size()) != 0 ||
+        p[name.size()] != '"' || p[name.size() + 1] != ':')
+      return false;
+    i_ += need;
+    return true;
   }
   bool str(std::string_view name, std::string* out, bool first = false) { return key(name, first) && string(out); }
   bool string(std::string* out) {
