@@ -67,6 +67,7 @@ std::unique_ptr<Spool> Spool::open(const std::string& path, SpoolOptions options
                              nullptr);
     std::unique_ptr<Spool> spool;
     std::string why;
+    int code = rc;
     if (rc == SQLITE_OK) {
       spool.reset(new Spool(db, options));
       sqlite3_busy_timeout(db, 200);
@@ -78,12 +79,18 @@ std::unique_ptr<Spool> Spool::open(const std::string& path, SpoolOptions options
           spool->exec("PRAGMA journal_size_limit=1048576", &why) &&
           spool->exec("PRAGMA quick_check", &why) && spool->migrate(&why))
         return spool;
+      code = why.rfind("quick_check:", 0) == 0 ? SQLITE_CORRUPT : sqlite3_errcode(db);
     } else {
       why = db ? sqlite3_errmsg(db) : "sqlite3_open failed";
       sqlite3_close(db);
     }
     spool.reset();
-    if (attempt == 1 || path == ":memory:") {
+    // Only a spool SQLite cannot read is replaced. A full disk, an I/O error or another process'
+    // lock leaves it as it is (its unacknowledged batches, checkpoints and sequence numbers are
+    // still good): the caller fails and tries again later. A new spool would also restart the
+    // sequence at 1, which the aggregator takes for batches it already has.
+    const bool corrupt = code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+    if (attempt == 1 || path == ":memory:" || !corrupt) {
       *error = path + ": " + why;
       return nullptr;
     }

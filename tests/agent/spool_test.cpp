@@ -172,6 +172,37 @@ TEST_CASE("spool: a dropped batch counts the occurrences it held, an aggregated 
   CHECK(st.dropped_symptoms > st.dropped_batches);
 }
 
+TEST_CASE("spool: a spool that cannot be opened for want of a lock (or disk space) is left as it is", "[spool]") {
+  TempDir dir;
+  std::string path = dir.file("spool.db");
+  std::string error, note;
+  {
+    auto spool = Spool::open(path, {}, &error);
+    REQUIRE(spool);
+    SpoolCommit c;
+    c.batches = {batchOf({symptom("xid.79", common::Severity::kCritical)})};
+    c.checkpoints = {{"kmsg", "boot 7"}};
+    REQUIRE(spool->commit(c, &error));
+  }
+  // Another process holds the spool exclusively: opening it fails (SQLITE_BUSY, as a full disk
+  // fails with SQLITE_FULL or SQLITE_IOERR). Before, any failure moved the spool aside and deleted
+  // its WAL: the batch, the checkpoint and the sequence numbers were gone.
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  CHECK_FALSE(Spool::open(path, {}, &error, &note));
+  CHECK_FALSE(error.empty());
+  CHECK(note.empty());
+  CHECK_FALSE(std::filesystem::exists(path + ".corrupt-1"));
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  auto spool = Spool::open(path, {}, &error, &note);
+  REQUIRE(spool);
+  CHECK(spool->checkpoints().at("kmsg") == "boot 7");
+  CHECK(spool->unacked(10, false).size() == 1);
+  CHECK(spool->stats().next_sequence == 2);
+}
+
 TEST_CASE("spool: a corrupt spool file is moved aside and a fresh one created", "[spool]") {
   TempDir dir;
   std::string path = dir.file("spool.db");
