@@ -255,30 +255,30 @@ class PayloadReader {
   std::optional<common::Symptom> read() {
     common::Symptom s;
     std::string sub_domain, role, severity, source_kind;
-    bool ok = lit("{") && str("boot_id", &s.boot_id, true) && str("category", &s.category) &&
-              u32("count", &s.count) && str("device", &s.device) && key("evidence") && lit("[");
+    bool ok = lit('{') && str("boot_id", &s.boot_id, true) && str("category", &s.category) &&
+              u32("count", &s.count) && str("device", &s.device) && key("evidence") && lit('[');
     if (!ok) return std::nullopt;
-    if (!lit("]")) {
+    if (!lit(']')) {
       do {
         std::string e;
         if (!string(&e)) return std::nullopt;
         s.evidence.push_back(std::move(e));
-      } while (lit(","));
-      if (!lit("]")) return std::nullopt;
+      } while (lit(','));
+      if (!lit(']')) return std::nullopt;
     }
-    if (!boolean("fallback_root", &s.fallback_root) || !key("fields") || !lit("{")) return std::nullopt;
-    if (!lit("}")) {
+    if (!boolean("fallback_root", &s.fallback_root) || !key("fields") || !lit('{')) return std::nullopt;
+    if (!lit('}')) {
       do {
         std::string k, v;
-        if (!string(&k) || !lit(":") || !string(&v)) return std::nullopt;
+        if (!string(&k) || !lit(':') || !string(&v)) return std::nullopt;
         s.fields[std::move(k)] = std::move(v);
-      } while (lit(","));
-      if (!lit("}")) return std::nullopt;
+      } while (lit(','));
+      if (!lit('}')) return std::nullopt;
     }
     ok = i64("first_ns", &s.first_ns) && i64("last_ns", &s.last_ns) && str("node", &s.node) && str("role", &role) &&
          str("rule_id", &s.rule_id) && str("severity", &severity) && str("source", &s.source) &&
          str("source_kind", &source_kind) && str("sub_domain", &sub_domain) && str("summary", &s.summary) &&
-         str("symptom", &s.symptom) && boolean("time_known", &s.time_known) && lit("}") && i_ == t_.size();
+         str("symptom", &s.symptom) && boolean("time_known", &s.time_known) && lit('}') && i_ == t_.size();
     if (!ok) return std::nullopt;
     s.sub_domain = common::parseSubDomain(sub_domain).value_or(common::SubDomain::kNone);
     s.role = common::parseRole(role).value_or(common::Role::kRoot);
@@ -288,8 +288,13 @@ class PayloadReader {
   }
 
  private:
+  bool lit(char c) {  // the one-character case, most of them
+    if (i_ >= t_.size() || t_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
   bool lit(std::string_view l) {
-    if (t_.substr(i_, l.size()) != l) return false;
+    if (t_.size() - i_ < l.size() || std::memcmp(t_.data() + i_, l.data(), l.size()) != 0) return false;
     i_ += l.size();
     return true;
   }
@@ -306,7 +311,7 @@ class PayloadReader {
   }
   bool str(std::string_view name, std::string* out, bool first = false) { return key(name, first) && string(out); }
   bool string(std::string* out) {
-    if (!lit("\"")) return false;
+    if (!lit('"')) return false;
     while (i_ < t_.size()) {
       size_t run = i_ + plainJsonRun(t_.substr(i_), false);
       out->append(t_.data() + i_, run - i_);
@@ -361,7 +366,7 @@ class PayloadReader {
   }
   bool i64(std::string_view name, int64_t* out) {
     if (!key(name)) return false;
-    bool neg = lit("-");
+    bool neg = lit('-');
     uint64_t v = 0;
     if (!digits(&v) || v > uint64_t(INT64_MAX)) return false;
     *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
