@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   std::string pg_url, tmp_dir = "/tmp";
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
-  bool verdict = false, prune = false;
+  bool verdict = false, prune = false, keep = false;
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
   app.add_option("--agents", agents);
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   app.add_option("--group", group, "batches per group commit (the ingest loop's pass)");
   app.add_option("--pg", pg_url, "also on this PostgreSQL database (emptied first: a bench database only)");
   app.add_option("--tmp", tmp_dir, "where the SQLite files go");
+  app.add_flag("--keep", keep, "keep the SQLite files (TMP/store_ingest-MODE.db)");
   app.add_option("--modes", modes);
   app.add_flag("--prune", prune, "after the grouped mode (and verdict): every symptom pruned, 5,000 rows a step");
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
       }
       after = [&](Store& st) { return (!verdict || judge(st)) && (!prune || prune_all(st)); };
       auto r = measure(target, mode);
-      if (eng == "sqlite")
+      if (eng == "sqlite" && !keep)
         for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);
       const double rate = r.wall > 0 ? double(r.symptoms) / r.wall : 0;
       if (mode == "legacy") legacy_rate = rate;

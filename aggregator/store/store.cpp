@@ -911,9 +911,11 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
 std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                       int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
   Lock lock(*this);
-  Stmt s(db_->get(), fmt::format("SELECT id, payload FROM symptoms WHERE node IN {} AND "
+  // In node order; id order within a node is restored below (ORDER BY node, id made SQLite sort
+  // every node's rows, payloads and all, in a temporary b-tree: a fifth of the read).
+  Stmt s(db_->get(), fmt::format("SELECT id, node, payload FROM symptoms WHERE node IN {} AND "
                                  "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
-                                 "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node, id",
+                                 "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node",
                                  db_->jsonList(1)));
   s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
   // Decoding the payloads is most of the cost (a 10,000-node job has ~200k): read a chunk of
@@ -935,12 +937,21 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
     for (size_t i = 0; i < std::min(n, per); ++i) out[base + i] = symptomFromPayload((*chunk)[i]);
     for (auto& t : pool) t.join();
   };
+  std::vector<int64_t> ids;
+  std::vector<size_t> node_starts;  // where each node's rows begin in `out`
+  std::string last_node;
   bool more = true;
   while (more) {
     raw.clear();
     while (raw.size() < kChunk && (more = s.step() == sql::kRow)) {
-      hi = std::max(hi, s.i64(0));
-      raw.emplace_back(s.view(1));
+      const int64_t id = s.i64(0);
+      hi = std::max(hi, id);
+      ids.push_back(id);
+      if (node_starts.empty() || s.view(1) != last_node) {
+        node_starts.push_back(ids.size() - 1);
+        last_node = s.view(1);
+      }
+      raw.emplace_back(s.view(2));
     }
     if (raw.empty()) break;
     const size_t base = out.size();
@@ -950,6 +961,19 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
     } else {
       decode(base, &raw);
     }
+  }
+  node_starts.push_back(out.size());
+  std::vector<size_t> order;
+  std::vector<common::Symptom> sorted;
+  for (size_t g = 0; g + 1 < node_starts.size(); ++g) {
+    const size_t b = node_starts[g], e = node_starts[g + 1];
+    if (std::is_sorted(ids.begin() + static_cast<ptrdiff_t>(b), ids.begin() + static_cast<ptrdiff_t>(e))) continue;
+    order.resize(e - b);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = b + i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ids[x] < ids[y]; });
+    sorted.clear();
+    for (size_t i : order) sorted.push_back(std::move(out[i]));
+    std::move(sorted.begin(), sorted.end(), out.begin() + static_cast<ptrdiff_t>(b));
   }
   if (max_id) *max_id = hi;
   return out;

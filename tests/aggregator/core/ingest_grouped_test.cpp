@@ -335,3 +335,28 @@ TEST_CASE("ingest: a run of batches in one call gives each batch's result and th
   }
   CHECK(one->nodeHistory("gpu-01", 0).size() == 2);  // agent_seen, boot-1 -> boot-2
 }
+
+TEST_CASE("store: a window's symptoms come in (node, id) order whatever their times", "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("order.db"), clock);
+  // Each node's later batches carry earlier times: the time index's order is not the id order.
+  for (uint64_t seq = 1; seq <= 3; ++seq)
+    for (std::string node : {"gpu-02", "gpu-01"}) {
+      std::vector<common::Symptom> list;
+      for (int k = 0; k < 3; ++k) {
+        auto s = makeSymptom(node, "r" + std::to_string(seq) + std::to_string(k), kT0 + int64_t(100 - seq * 10 - k) * kSec);
+        list.push_back(s);
+      }
+      REQUIRE(store->ingestBatch(makeBatch(node, seq, list), "agent-" + node).status == IngestResult::Status::kStored);
+    }
+  int64_t max_id = 0;
+  auto got = store->symptomsForWindow({"gpu-01", "gpu-02"}, 0, kT0 + 3600 * kSec, kT0 + 3600 * kSec, &max_id);
+  std::vector<std::string> seen;
+  for (const auto& s : got) seen.push_back(s.node + "/" + s.rule_id);
+  CHECK(seen == std::vector<std::string>{"gpu-01/r10", "gpu-01/r11", "gpu-01/r12", "gpu-01/r20", "gpu-01/r21",
+                                         "gpu-01/r22", "gpu-01/r30", "gpu-01/r31", "gpu-01/r32", "gpu-02/r10",
+                                         "gpu-02/r11", "gpu-02/r12", "gpu-02/r20", "gpu-02/r21", "gpu-02/r22",
+                                         "gpu-02/r30", "gpu-02/r31", "gpu-02/r32"});
+  CHECK(max_id == store->maxSymptomId());
+}
