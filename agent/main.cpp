@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 128 << 10);
   mallopt(M_TRIM_THRESHOLD, 128 << 10);
   mallopt(M_ARENA_MAX, 2);
-  auto cached = loadRules(cfg, /*at_start=*/true);
+  // --check-config checks the YAML itself and leaves the state directory (the cache) alone.
+  auto cached = parsed.check_only ? common::loadRuleDirsCached(ruleDirs(cfg), "") : loadRules(cfg, /*at_start=*/true);
   if (!cached.note.empty()) std::fprintf(stderr, "faultline-agent: %s\n", cached.note.c_str());
   auto& rules = cached.result;
   for (const auto& e : rules.errors) parsed.errors.push_back(e);
