@@ -1225,7 +1225,17 @@ int Chaos::run() {
   for (auto& l : lanes_) l.agent->signal(SIGTERM);
   site_->signal(SIGTERM);
   central_->signal(SIGTERM);
-  bool ok = counts_ok && verdicts_ok && crashes == 0 && kills_ >= static_cast<uint64_t>(opt_.min_kills);
+  // Memory stays bounded: an agent under any of this (the flood too) within 100 MiB, an
+  // aggregator within 512 MiB (peaks today: ~30 MB and ~35 MB).
+  bool bounded = true;
+  for (const auto& p : procs_) {
+    const bool aggregator = p.get() == site_ || p.get() == central_;
+    if (p->peak_kb > (aggregator ? 512u : 100u) * 1024) {
+      std::printf("chaos: %s peaked at %" PRIu64 " kB\n", p->name.c_str(), p->peak_kb);
+      bounded = false;
+    }
+  }
+  bool ok = counts_ok && verdicts_ok && bounded && crashes == 0 && kills_ >= static_cast<uint64_t>(opt_.min_kills);
   std::printf("chaos: %s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
