@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
   ApiOptions api_options;
   api_options.write_token = token;
   api_options.read_token = read_token;
+  api_options.secure_cookie = !http_options.tls_cert_file.empty();
   api_options.agent_timeout_ns = vo.agent_timeout_ns;
   Leadership leadership(db);
   api_options.leads = [&leadership] { return leadership.leader(); };

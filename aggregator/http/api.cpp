@@ -146,7 +146,8 @@ std::optional<HttpResponse> Api::refuseRead(const HttpRequest& request, const st
     r.content_type = "text/plain";
     r.body = "see other\n";
     r.headers = {{"Location", path == "/ui" ? "/ui/" : path},
-                 {"Set-Cookie", "faultline_read=" + options_.read_token + "; Path=/; HttpOnly; SameSite=Strict"},
+                 {"Set-Cookie", "faultline_read=" + options_.read_token + "; Path=/; HttpOnly; SameSite=Strict" +
+                                    (options_.secure_cookie ? "; Secure" : "")},
                  {"Cache-Control", "no-store"}};
     return r;
   }

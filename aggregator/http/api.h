@@ -45,6 +45,9 @@ struct ApiOptions {
   // faultline_read=TOKEN that opening any /ui/ page with ?token=TOKEN sets. For an aggregator
   // listening beyond loopback (docs/dashboard.md, "Access").
   std::string read_token;
+  // The API is served over HTTPS (--tls-cert): the read-token cookie is marked Secure, so a
+  // browser never sends it over plain HTTP.
+  bool secure_cookie = false;
   // Whether this replica judges jobs itself (the leader, store/leader.h); unset = always. A
   // replica that does not lead stores a job's end and leaves the verdict to the leader's tick.
   std::function<bool()> leads;

@@ -298,6 +298,14 @@ TEST_CASE("http: with a read token every read but /healthz needs it; /ui/?token=
   CHECK(header("Set-Cookie") == "faultline_read=r-secret; Path=/; HttpOnly; SameSite=Strict");
   CHECK(get("/ui/jobs/7", "", "faultline_read=r-secret").status == 200);
   CHECK(get("/ui/assets/app.css", "", "faultline_read=r-secret").status == 200);
+  // Served over HTTPS: the cookie is never sent back over plain HTTP.
+  ApiOptions tls = o;
+  tls.secure_cookie = true;
+  Api tls_api(*store, nullptr, metrics, clock, tls);
+  bool secure = false;
+  for (const auto& [k, v] : tls_api.handle({"GET", "/ui/?token=r-secret", "", "", ""}).headers)
+    if (k == "Set-Cookie") secure = v == "faultline_read=r-secret; Path=/; HttpOnly; SameSite=Strict; Secure";
+  CHECK(secure);
   // The read token cannot write.
   CHECK(api.handle({"POST", "/jobs/1/end", "Bearer r-secret", "{}"}).status == 401);
 
