@@ -236,6 +236,11 @@ class ApplicationParser final : public LineParser {
       p.prefix_shape = std::move(prefix_shape);
       return;
     }
+    // A line without a literal hit is counted, not built (emit would not hand it on).
+    if (!wouldHandOn(rec.time_known && rec.monotonic_ns >= 0)) {
+      countDropped();
+      return;
+    }
     const std::string_view host = ncclHost(t);
     if (!host.empty()) rec.host.assign(host);
     else if (!prefix_host.empty()) rec.host.assign(prefix_host);

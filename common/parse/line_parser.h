@@ -52,6 +52,13 @@ class LineParser : public StreamParser {
   // The same for a record whose last physical line is known (a joined record flushed by the
   // line after it).
   void emit(LogRecord&& record, uint64_t last_line);
+  // The light path: whether emit would hand on a record made of the current line alone (with
+  // both clocks or not). When it would not, a parser may count the record with countDropped()
+  // instead of building it: the same counters, no copy of the line.
+  bool wouldHandOn(bool both_clocks) const {
+    return !lit_stream_ || candidateIn(line_no_, line_no_) || (both_clocks && !both_clocks_seen_);
+  }
+  void countDropped() { ++report_.records; }
   // A parser whose record text is not made of its lines' bytes (IPMI SEL rewrites separators)
   // calls this: every record reaches the sink.
   void deliverAll() { lit_stream_.reset(); }
@@ -118,7 +125,7 @@ class Joiner {
   // Hands the record out and becomes inactive.
   LogRecord take();
   // The light path's pair: begin() starts a record in place, as a fresh LogRecord but keeping
-  // the text's buffer of the last one; release() ends it after the caller emitted record() (emit
+  // the string buffers of the last one; release() ends it after the caller emitted record() (emit
   // leaves a record it does not hand on untouched, so most records cost no allocation).
   LogRecord& begin(uint64_t line_no);
   void release() {
@@ -133,12 +140,22 @@ class Joiner {
   uint64_t last_line_ = 0;
 };
 
-// A fresh LogRecord in `r` that keeps the text's buffer (per-line records without an allocation).
+// A fresh LogRecord in `r` that keeps its strings' buffers (per-line records without an
+// allocation): every field set to its default in place.
 inline LogRecord& resetRecord(LogRecord& r) {
-  std::string text = std::move(r.text);
-  text.clear();
-  r = LogRecord{};
-  r.text = std::move(text);
+#if defined(__GLIBCXX__) && defined(__x86_64__)
+  static_assert(sizeof(LogRecord) == 168, "LogRecord changed: reset the new field here too");
+#endif
+  r.time_ns = 0;
+  r.time_known = false;
+  r.monotonic_ns = -1;
+  r.boot_id.clear();
+  r.host.clear();
+  r.ident.clear();
+  r.rank = -1;
+  r.priority = -1;
+  r.text.clear();
+  r.line = 0;
   return r;
 }
 

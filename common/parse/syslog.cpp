@@ -80,7 +80,8 @@ class SyslogParser final : public LineParser {
       return;
     }
     flush();
-    LogRecord rec;
+    // Built in place: a record the search-first path drops leaves its buffers for the next.
+    LogRecord& rec = joiner_.begin(line_no_);
     rec.time_ns = sl.has_zone ? sl.ns : localToUtc(sl.ns);
     rec.time_known = true;
     rec.monotonic_ns = mono;
@@ -93,9 +94,7 @@ class SyslogParser final : public LineParser {
     } else {
       rec.text.assign(msg);
     }
-    rec.line = line_no_;
     msg_column_ = static_cast<size_t>(sl.msg.data() - line.data());
-    joiner_.start(std::move(rec));
   }
 
   // Traditional syslog has no year: assume default_year and step it when the months wrap
@@ -143,8 +142,8 @@ class SyslogParser final : public LineParser {
 
   void flush() {
     if (joiner_.active()) {
-      const uint64_t last = joiner_.lastLine();
-      emit(joiner_.take(), last);
+      emit(std::move(joiner_.record()), joiner_.lastLine());
+      joiner_.release();
     }
   }
   void onEnd() override { flush(); }
