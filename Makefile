@@ -57,7 +57,8 @@ CHAOS_KILLS ?= 200
 CHAOS_SECONDS ?= 180
 chaos: build
 	$(BUILD)/tests/chaos/chaos_driver --seed $(CHAOS_SEED) --seconds $(CHAOS_SECONDS) --min-kills $(CHAOS_KILLS) \
-		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300 --disk-restarts true
+		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300 --disk-restarts true \
+		--site-clock-steps true
 
 package: build
 	cd $(BUILD) && cpack -G DEB

@@ -79,6 +79,7 @@ struct Options {
   double drain_seconds = 90;  // deadline for the end state
   std::string keep;           // work directory kept here (else a temp dir, removed)
   bool disk_restarts = false;  // the disk lane's agent is also killed while its disk is full
+  bool site_clock_steps = false;  // the site aggregator runs under libfaketime too
 };
 
 using testing::readFile;
@@ -831,11 +832,13 @@ void Chaos::injectFault() {
     ++table_.faults[p == site_ ? "link cut site (SIGSTOP)" : p == central_ ? "link cut central (SIGSTOP)" : "link cut agent (SIGSTOP)"];
   } else if (r < 0.92) {
     if (!fm_agent_) return;
-    // libfaketime re-reads the file on every clock call: the step takes effect at once
-    static const char* steps[] = {"+2h", "-2h", "+1d", "-1d", "-1000d", "+0"};
-    const char* step = steps[pick(6)];
-    std::ofstream(file("fm-faketime")) << step << "\n";
-    ++table_.faults[step[0] == '-' ? "clock step back" : "clock step forward"];
+    // libfaketime re-reads the file on every clock call: the step takes effect at once. With
+    // --site-clock-steps the site's clock is stepped too (not by -1000 d: its retention would prune).
+    static const char* steps[] = {"+2h", "-2h", "+1d", "-1d", "+0", "-1000d"};
+    const bool site = opt_.site_clock_steps && uniform(0, 1) < 0.5;
+    const char* step = steps[pick(site ? 5 : 6)];
+    std::ofstream(file(site ? "site-faketime" : "fm-faketime")) << step << "\n";
+    ++table_.faults[std::string(step[0] == '-' ? "clock step back" : "clock step forward") + (site ? " (site)" : " (agent)")];
   } else if (r < 0.96) {
     // disk full: the disk lane's spool cannot grow until the filler goes again
     if (!disk_lane_ || disk_full_) return;
@@ -1114,6 +1117,11 @@ int Chaos::run() {
         l.agent->env = {"LD_PRELOAD=" + kFaketime, "FAKETIME_TIMESTAMP_FILE=" + file("fm-faketime"), "FAKETIME_NO_CACHE=1",
                         "FAKETIME_DONT_FAKE_MONOTONIC=1"};
         fm_agent_ = l.agent;
+        if (opt_.site_clock_steps) {
+          std::ofstream(file("site-faketime")) << "+0\n";
+          site_->env = {"LD_PRELOAD=" + kFaketime, "FAKETIME_TIMESTAMP_FILE=" + file("site-faketime"),
+                        "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+        }
       } else {
         std::printf("chaos: %s missing (Debian libfaketime): no clock steps\n", kFaketime.c_str());
       }
@@ -1180,6 +1188,7 @@ int Chaos::run() {
     if (p->pid <= 0) p->start();
   }
   if (fm_agent_) std::ofstream(file("fm-faketime")) << "+0\n";
+  if (opt_.site_clock_steps && fm_agent_) std::ofstream(file("site-faketime")) << "+0\n";
   if (disk_full_) fillDisk(false);
   disk_full_ = false;
   feed(1.0);
@@ -1255,6 +1264,7 @@ int main(int argc, char** argv) {
     else if (k == "--drain-seconds") o.drain_seconds = std::atof(v.c_str());
     else if (k == "--keep") o.keep = v;
     else if (k == "--disk-restarts") o.disk_restarts = v == "1" || v == "true";
+    else if (k == "--site-clock-steps") o.site_clock_steps = v == "1" || v == "true";
     else {
       std::fprintf(stderr, "chaos_driver: unknown option %s\n", k.c_str());
       return 2;
