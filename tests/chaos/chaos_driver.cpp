@@ -890,8 +890,15 @@ bool Chaos::converged(std::string* diff) {
   Counts want;
   for (const auto& l : lanes_)
     if (l.kind != "spool") add(want, l.expected);
-  Counts site = storedIn(file("site.db")), central = storedIn(file("central.db"));
   std::string out;
+  // Read in this order: the spool lane's last lines and the agent's counters, then the site, then
+  // the central. Stores only grow, so each later read holds what an earlier one saw.
+  uint64_t canary = 0;
+  for (const auto& [k, v] : storedSince(file("site.db"), spool_lane_->host, canary_from_ns_)) canary += v;
+  const std::string spool = file("node-chaos-spool/spool.db");
+  spool_dropped_ = spoolQuery(spool, "SELECT value FROM counters WHERE name = 'dropped_symptoms'");
+  const uint64_t unsent = spoolQuery(spool, "SELECT COUNT(*) FROM batches");
+  Counts site = storedIn(file("site.db")), central = storedIn(file("central.db"));
   uint64_t spool_stored = 0;
   Counts site_rest;
   for (const auto& [k, v] : site) {
@@ -908,20 +915,16 @@ bool Chaos::converged(std::string* diff) {
   // The spool lane may lose what its full spool dropped, and no more: every loss is in the agent's
   // drop counter. The counter can exceed the loss: a batch dropped while in flight may still
   // arrive (then it is stored and counted as dropped).
-  const std::string spool = file("node-chaos-spool/spool.db");
-  spool_dropped_ = spoolQuery(spool, "SELECT value FROM counters WHERE name = 'dropped_symptoms'");
-  const uint64_t unsent = spoolQuery(spool, "SELECT COUNT(*) FROM batches");
   const uint64_t spool_want = total(spool_lane_->expected);
   spool_lost_ = spool_want > spool_stored ? spool_want - spool_stored : 0;
-  if (unsent != 0) out += "spool lane: " + std::to_string(unsent) + " batches not yet acknowledged\n";
+  if (spool_dropped_ == UINT64_MAX || unsent == UINT64_MAX) out += "spool lane: its spool could not be read\n";
+  else if (unsent != 0) out += "spool lane: " + std::to_string(unsent) + " batches not yet acknowledged\n";
+  if (canary_from_ns_ == 0 || canary != 20) out += "spool lane: " + std::to_string(canary) + " of its last 20 lines stored\n";
   if (canary_from_ns_ == 0 && unsent == 0 && spool_lane_->agent->pid > 0) {
     canary_from_ns_ = spool_t_ * 1'000'000'000;
     append(spool_lane_->path, spool_text_(false));
     scanSpoolLane();
   }
-  uint64_t canary = 0;
-  for (const auto& [k, v] : storedSince(file("site.db"), spool_lane_->host, canary_from_ns_)) canary += v;
-  if (canary_from_ns_ == 0 || canary != 20) out += "spool lane: " + std::to_string(canary) + " of its last 20 lines stored\n";
   if (spool_lost_ > spool_dropped_)
     out += "spool lane: " + std::to_string(spool_lost_) + " lost but only " + std::to_string(spool_dropped_) +
            " counted as dropped\n";
@@ -1218,6 +1221,14 @@ int Chaos::run() {
   if (counts_ok) {
     while (!jobs_reported_ && Steady::now() < deadline + std::chrono::seconds(30)) jobs_reported_ = reportJobs();
     verdicts_ok = jobs_reported_ && testing::pollUntil([&] { return verdictsEqual(&vdiff); }, std::chrono::seconds(60));
+  }
+  // The end state holds after the verdicts too (nothing stored twice or taken away since).
+  if (counts_ok) {
+    std::string late;
+    if (!converged(&late)) {
+      counts_ok = false;
+      diff = "after the verdicts:\n" + late;
+    }
   }
   for (auto& p : procs_) p->sampleRss();
   int crashes = 0;
