@@ -46,7 +46,7 @@ test-asan: deps
 		ctest --output-on-failure -j$(JOBS) -LE no-sanitizer
 	cmake -S . -B $(TSAN_BUILD) $(SANITIZER_CMAKE) -DFAULTLINE_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target aggregator_test
-	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/sanitizers/tsan.supp \
 		ctest --output-on-failure -j$(JOBS) -R '^aggregator_test:' -LE no-sanitizer
 
 # `make chaos`: the long chaos run (tests/chaos/chaos_driver.cpp): agents, a site relay and a central
