@@ -36,6 +36,11 @@ class Client {
          const std::string& agent_id)
       : socket_(ctx, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
+    // A send never blocks the test for good: a DEALER whose handshake was refused (a removed key)
+    // can have no pipe to queue on, and a blocking send then waited for ctest's timeout (seen once
+    // under ASan in the allow-list reload test). After 10 s the frames are dropped and the test's
+    // own wait for the reject or the ack fails with its message.
+    socket_.set(zmq::sockopt::sndtimeo, 10000);
     socket_.set(zmq::sockopt::routing_id, agent_id);
     socket_.set(zmq::sockopt::curve_serverkey, server_pub);
     socket_.set(zmq::sockopt::curve_publickey, keys.pub);
