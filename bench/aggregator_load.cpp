@@ -131,14 +131,9 @@ struct RunOptions {
 };
 
 int cmdRun(const RunOptions& o) {
-  auto loaded = common::loadRuleDirs({o.rules_dir});
-  if (!loaded.rules) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
-    return 2;
-  }
-  common::RuleEngine engine(loaded.rules);
+  std::shared_ptr<const common::RuleSet> rules;
   std::string error;
-  auto sample = loadCascadeSample(o.sample_dir, engine, &error);
+  auto sample = loadCascadeSampleWithRules(o.sample_dir, o.rules_dir, &rules, &error);
   if (!sample) {
     std::fprintf(stderr, "aggregator_load: %s\n", error.c_str());
     return 2;
@@ -175,7 +170,7 @@ int cmdRun(const RunOptions& o) {
   SimFleetOptions dopt;
   dopt.endpoint = o.endpoints.front();
   dopt.server_key = server_key;
-  dopt.ruleset_version = loaded.rules->version;
+  dopt.ruleset_version = rules->version;
   dopt.in_flight = o.in_flight;
   dopt.ack_timeout_ns = static_cast<int64_t>(o.ack_timeout_ms * kMs);
   dopt.heartbeat_ns = static_cast<int64_t>(o.heartbeat_ms * kMs);
@@ -196,7 +191,7 @@ int cmdRun(const RunOptions& o) {
     a.endpoint = o.endpoints[made++ % o.endpoints.size()];
     a.inventory = sample->inventory[sample_host];
     a.inventory.collected_ns = wallNs();
-    buildBatches(a, sample->by_node[sample_host], sample_host, shift_ns, batches, o.per_batch, loaded.rules->version);
+    buildBatches(a, sample->by_node[sample_host], sample_host, shift_ns, batches, o.per_batch, rules->version);
     return sim.add(std::move(a));
   };
   const int64_t t_build = steadyNs();
@@ -223,7 +218,7 @@ int cmdRun(const RunOptions& o) {
               o.spread_ms, ::sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("sample    %zu nodes, %zu symptoms (rule engine over node logs and rank output), ruleset %s; "
               "%zu batches encoded in %.2f s\n",
-              sample->by_node.size(), sample_symptoms, loaded.rules->version.c_str(), encoded, build_s);
+              sample->by_node.size(), sample_symptoms, rules->version.c_str(), encoded, build_s);
   std::fflush(stdout);
 
   auto healthAgents = [&]() -> int64_t {

@@ -165,4 +165,18 @@ common::Symptom moveSymptom(const common::Symptom& s, const std::string& sample_
   return m;
 }
 
+std::optional<CascadeSample> loadCascadeSampleWithRules(const std::string& dir, const std::string& rules_dir,
+                                                        std::shared_ptr<const common::RuleSet>* rules,
+                                                        std::string* error) {
+  auto loaded = common::loadRuleDirs({rules_dir});
+  if (!loaded.rules) {
+    error->clear();
+    for (const auto& e : loaded.errors) *error += (error->empty() ? "" : "\n") + e;
+    return std::nullopt;
+  }
+  *rules = loaded.rules;
+  common::RuleEngine engine(loaded.rules);
+  return loadCascadeSample(dir, engine, error);
+}
+
 }  // namespace faultline::bench

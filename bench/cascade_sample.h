@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "common/job.h"
 #include "common/protocol.h"
 #include "common/rule_engine.h"
+#include "common/rule_set.h"
 #include "common/symptom.h"
 
 namespace faultline::bench {
@@ -32,6 +34,12 @@ struct CascadeSample {
 // Reads DIR/job.json, DIR/expected.json, DIR/nodes/HOST/* and DIR/* (rank output).
 std::optional<CascadeSample> loadCascadeSample(const std::string& dir, const common::RuleEngine& engine,
                                                std::string* error);
+
+// What every bench starts with: the rules of `rules_dir` (into *rules) and the sample of `dir`
+// run through them. nullopt + *error (every rule error, one per line, or the sample's) on failure.
+std::optional<CascadeSample> loadCascadeSampleWithRules(const std::string& dir, const std::string& rules_dir,
+                                                        std::shared_ptr<const common::RuleSet>* rules,
+                                                        std::string* error);
 
 // A copy of `s` as seen on `host` instead of `sample_host`: node, and the host name inside
 // evidence, summary and fields, rewritten; timed symptoms moved by `shift_ns`.

@@ -133,14 +133,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "runs of each; the best is printed")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
 
-  auto loaded = common::loadRuleDirs({rules_dir});
-  if (!loaded.rules) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
-    return 2;
-  }
-  common::RuleEngine engine(loaded.rules);
+  std::shared_ptr<const common::RuleSet> rules;
   std::string error;
-  auto sample = loadCascadeSample(sample_dir, engine, &error);
+  auto sample = loadCascadeSampleWithRules(sample_dir, rules_dir, &rules, &error);
   if (!sample) {
     std::fprintf(stderr, "correlate_bench: %s\n", error.c_str());
     return 2;
@@ -200,7 +195,7 @@ int main(int argc, char** argv) {
               "node; %.1f fields, %.1f evidence lines per symptom), ruleset %s, %zu relations\n",
               nodes, symptoms.size(), per_node, sample_dir.c_str(), hostName(root_index).c_str(),
               sample->expected_node.c_str(), noise_every, double(fields) / double(symptoms.size()),
-              double(evidence) / double(symptoms.size()), loaded.rules->version.c_str(), loaded.rules->relations.size());
+              double(evidence) / double(symptoms.size()), rules->version.c_str(), rules->relations.size());
 
   Times best_peer{1e30, 1e30}, best_corr{1e30, 1e30};
   size_t peer_out = 0;
@@ -212,7 +207,7 @@ int main(int argc, char** argv) {
     best_peer = {std::min(best_peer.wall, t.wall), std::min(best_peer.cpu, t.cpu)};
     std::vector<common::Symptom> copy = symptoms;  // correlate() takes its symptoms by value
     const uint64_t a0 = g_allocations.load();
-    t = measure([&] { d = common::correlate(job, std::move(copy), loaded.rules.get(), opts); });
+    t = measure([&] { d = common::correlate(job, std::move(copy), rules.get(), opts); });
     allocations = g_allocations.load() - a0;
     best_corr = {std::min(best_corr.wall, t.wall), std::min(best_corr.cpu, t.cpu)};
   }

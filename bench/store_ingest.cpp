@@ -78,14 +78,9 @@ int main(int argc, char** argv) {
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
   CLI11_PARSE(app, argc, argv);
 
-  auto loaded = common::loadRuleDirs({rules_dir});
-  if (!loaded.rules) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
-    return 2;
-  }
-  common::RuleEngine engine(loaded.rules);
+  std::shared_ptr<const common::RuleSet> rules;
   std::string error;
-  auto sample = bench::loadCascadeSample(sample_dir, engine, &error);
+  auto sample = bench::loadCascadeSampleWithRules(sample_dir, rules_dir, &rules, &error);
   if (!sample) {
     std::fprintf(stderr, "store_ingest: %s\n", error.c_str());
     return 2;
@@ -195,7 +190,7 @@ int main(int argc, char** argv) {
       return false;
     }
     ManualClock at(sample->job.end_ns + 1'000'000'000);
-    VerdictEngine engine(store, at, loaded.rules, {});
+    VerdictEngine engine(store, at, rules, {});
     const double c0 = cpuSeconds();
     const auto t0 = std::chrono::steady_clock::now();
     auto v = engine.onJobEnded(u.job_id);
