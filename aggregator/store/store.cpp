@@ -1079,12 +1079,9 @@ bool Store::holdSymptomWrites(std::string* error) {
 }
 
 int64_t Store::settledSymptomId() {
+  // SQLite: one writer at a time (its write lock), ids taken inside it: committed in id order.
+  if (!db_->postgres()) return maxSymptomId();
   Lock lock(*this);
-  if (!db_->postgres()) {
-    // One writer at a time (SQLite's write lock), ids taken inside it: committed in id order.
-    Stmt s(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-    return s.step() == sql::kRow ? s.i64(0) : -1;
-  }
   // Every transaction that writes symptoms holds lock 7146603 shared (holdSymptomWrites). Taking
   // it exclusively waits for those in flight (new ones queue behind us): once held, every id
   // taken so far is committed or rolled back, and MAX(id) is settled.
