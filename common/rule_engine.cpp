@@ -18,12 +18,24 @@ struct RuleEngine::PatternSet {
   RE2::Set set;
 };
 
+struct RuleEngine::Table {
+  size_t literal = 0;
+  std::string pattern;  // HEAD(?P<name>v1|v2|...)TAIL
+  std::string name;     // the named group holding the code
+  int group = 0;        // its index
+  std::map<std::string, std::vector<size_t>, std::less<>> rules_of_value;  // code -> rules
+  std::vector<size_t> rules;
+};
+
 struct RuleEngine::Lazy {
-  explicit Lazy(size_t rules, size_t literals)
-      : rule_once(new std::once_flag[rules]), rule_re(rules), set_once(new std::once_flag[literals]) {}
+  explicit Lazy(size_t rules, size_t literals, size_t tables)
+      : rule_once(new std::once_flag[rules]), rule_re(rules), set_once(new std::once_flag[literals]),
+        table_once(new std::once_flag[tables]), table_re(tables) {}
   std::unique_ptr<std::once_flag[]> rule_once;
   std::vector<std::shared_ptr<const RE2>> rule_re;
   std::unique_ptr<std::once_flag[]> set_once;
+  std::unique_ptr<std::once_flag[]> table_once;
+  std::vector<std::unique_ptr<const RE2>> table_re;
 };
 
 namespace {
@@ -45,15 +57,127 @@ const RE2* RuleEngine::regexOf(size_t i) const {
 }
 
 const RuleEngine::PatternSet* RuleEngine::setOf(size_t l) const {
-  if (by_literal_[l].size() < kMinRulesForSet) return nullptr;
+  if (rest_of_literal_[l].size() < kMinRulesForSet) return nullptr;
   std::call_once(lazy_->set_once[l], [&] {
     auto ps = std::make_unique<PatternSet>(ruleOptions());
     bool ok = true;
-    for (size_t idx : by_literal_[l]) ok = ok && ps->set.Add(rules_->rules[idx].pattern, nullptr) >= 0;
+    for (size_t idx : rest_of_literal_[l]) ok = ok && ps->set.Add(rules_->rules[idx].pattern, nullptr) >= 0;
     // Written once, read only after call_once: else one search per rule.
     if (ok && ps->set.Compile()) const_cast<RuleEngine*>(this)->literal_sets_[l] = std::move(ps);
   });
   return literal_sets_[l].get();
+}
+
+const RE2* RuleEngine::tableRegexOf(size_t t) const {
+  std::call_once(lazy_->table_once[t], [&] {
+    const Table& tab = *tables_[t];
+    auto re = std::make_unique<const RE2>(tab.pattern, ruleOptions());
+    // The code's group must be where findTables counted it, else the table is not used.
+    const auto& names = re->CapturingGroupNames();
+    const auto it = names.find(tab.group);
+    if (re->ok() && it != names.end() && it->second == tab.name) lazy_->table_re[t] = std::move(re);
+  });
+  return lazy_->table_re[t].get();
+}
+
+namespace {
+// A named group whose body is digits only: pattern[open, value_begin) is "(?P<name>",
+// pattern[value_begin, value_end) the digits, then ")".
+struct DigitGroup {
+  size_t open, value_begin, value_end;
+  int index;  // its capturing group's number
+};
+
+std::vector<DigitGroup> digitGroups(std::string_view p) {
+  std::vector<DigitGroup> out;
+  int captures = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (c == '[') {  // a class: skip to its end ('[:alpha:]' inside, ']' first is literal)
+      size_t j = i + 1;
+      if (j < p.size() && p[j] == '^') ++j;
+      if (j < p.size() && p[j] == ']') ++j;
+      for (; j < p.size() && p[j] != ']'; ++j) {
+        if (p[j] == '\\') ++j;
+        else if (p[j] == '[' && j + 1 < p.size() && p[j + 1] == ':') j = std::min(p.find(":]", j + 2), p.size()) + 1;
+      }
+      i = j;
+      continue;
+    }
+    if (c != '(') continue;
+    const bool named = p.compare(i, 4, "(?P<") == 0;
+    if (i + 1 < p.size() && p[i + 1] == '?' && !named) continue;  // (?:...), (?i) and the like
+    ++captures;
+    if (!named) continue;
+    const size_t gt = p.find('>', i + 4);
+    if (gt == std::string_view::npos) break;
+    size_t j = gt + 1;
+    while (j < p.size() && p[j] >= '0' && p[j] <= '9') ++j;
+    if (j > gt + 1 && j < p.size() && p[j] == ')') out.push_back({i, gt + 1, j, captures});
+  }
+  return out;
+}
+}  // namespace
+
+// Groups, per literal, the rules whose patterns are HEAD(?P<name>DIGITS)TAIL with the same HEAD,
+// name and TAIL, TAIL starting with \b: a code is then the whole digit run at its place, so at a
+// given end of HEAD at most one code's rule can match, and the alternation finds it.
+void RuleEngine::findTables() {
+  const auto& rs = rules_->rules;
+  table_of_rule_.assign(rs.size(), -1);
+  tables_of_literal_.assign(by_literal_.size(), {});
+  rest_of_literal_ = by_literal_;
+  for (size_t l = 0; l < by_literal_.size(); ++l) {
+    if (by_literal_[l].size() < kMinRulesForSet) continue;
+    // (HEAD, TAIL) -> (rule, digits group) of the rules of this literal that have that form.
+    std::map<std::pair<std::string_view, std::string_view>, std::vector<std::pair<size_t, DigitGroup>>> forms;
+    for (size_t idx : by_literal_[l]) {
+      const Rule& r = rs[idx];
+      if (r.prefilters.size() != 1) continue;  // found through one literal only
+      const std::string_view p = r.pattern;
+      for (const auto& g : digitGroups(p)) {
+        const auto tail = p.substr(g.value_end);
+        if (tail.substr(1, 2) != "\\b") continue;
+        forms[{p.substr(0, g.value_begin), tail}].push_back({idx, g});
+      }
+    }
+    // Largest forms first; a rule joins one table.
+    std::vector<const decltype(forms)::value_type*> order;
+    for (const auto& f : forms) order.push_back(&f);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->second.size() > b->second.size(); });
+    for (const auto* f : order) {
+      std::vector<std::pair<size_t, DigitGroup>> members;
+      for (const auto& m : f->second)
+        if (table_of_rule_[m.first] < 0) members.push_back(m);
+      if (members.size() < kMinRulesForSet) continue;
+      auto tab = std::make_unique<Table>();
+      tab->literal = l;
+      const auto& [head, tail] = f->first;
+      const DigitGroup& g0 = members.front().second;
+      tab->name = std::string(head.substr(g0.open + 4, g0.value_begin - g0.open - 5));
+      tab->group = g0.index;
+      tab->pattern = std::string(head);
+      for (size_t k = 0; k < members.size(); ++k) {
+        const auto& [idx, g] = members[k];
+        std::string code = rs[idx].pattern.substr(g.value_begin, g.value_end - g.value_begin);
+        if (k > 0) tab->pattern += '|';
+        tab->pattern += code;
+        tab->rules_of_value[code].push_back(idx);
+        tab->rules.push_back(idx);
+        table_of_rule_[idx] = static_cast<int>(tables_.size());
+      }
+      tab->pattern += tail;
+      tables_of_literal_[l].push_back(tables_.size());
+      tables_.push_back(std::move(tab));
+    }
+    auto& rest = rest_of_literal_[l];
+    rest.erase(std::remove_if(rest.begin(), rest.end(), [&](size_t idx) { return table_of_rule_[idx] >= 0; }),
+               rest.end());
+  }
 }
 
 struct RuleEngine::Prefilter {
@@ -129,8 +253,9 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules) : rules_(std::move(
     std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
+  findTables();
   literal_sets_.resize(by_literal_.size());
-  lazy_ = std::make_unique<Lazy>(rs.size(), by_literal_.size());
+  lazy_ = std::make_unique<Lazy>(rs.size(), by_literal_.size(), tables_.size());
 }
 
 RuleEngine::~RuleEngine() = default;
@@ -151,9 +276,7 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
   if (by_literal_.empty()) return nullptr;
   // Scratch buffers reused across calls on this thread: this runs once per log record.
   thread_local std::vector<int> hits;
-  thread_local std::vector<size_t> candidates;
   hits.clear();
-  candidates.clear();
   // The literals' Vectorscan database answers which occur; RE2::Set only if that is missing or fails.
   bool found = false;
   if (literal_scanner_ && literal_scanner_->literalsIn(text, &hits)) {
@@ -167,43 +290,95 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
     found = !hits.empty();
   }
   if (!found) return nullptr;
+  return matchLiterals(text, hits, kind, captures);
+}
+
+const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<int>& hits, SourceKind kind,
+                                      std::map<std::string, std::string>* captures) const {
+  constexpr size_t kUnverified = std::string_view::npos;
+  struct Candidate {
+    size_t rule;
+    size_t at;  // where its table's regex matched it (then it matches), or kUnverified
+  };
   const auto& rs = rules_->rules;
-  // Merge candidate lists (usually one or two short lists) in evaluation order.
+  const re2::StringPiece input(text.data(), text.size());
+  thread_local std::vector<Candidate> candidates;
   thread_local std::vector<int> matched;
+  thread_local std::vector<re2::StringPiece> groups;
+  candidates.clear();
   for (int h : hits) {
-    const auto& owners = by_literal_[h];
+    if (h < 0 || static_cast<size_t>(h) >= by_literal_.size()) continue;
+    for (size_t t : tables_of_literal_[h]) {
+      const Table& tab = *tables_[t];
+      const RE2* re = tableRegexOf(t);
+      if (!re) {  // no table regex: each rule's own
+        for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified});
+        continue;
+      }
+      // Every position the table's regex matches at (a record rarely holds two heads).
+      groups.assign(static_cast<size_t>(tab.group) + 1, {});
+      size_t pos = 0;
+      while (pos <= text.size() &&
+             re->Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) {
+        const size_t at = static_cast<size_t>(groups[0].data() - text.data());
+        const auto& code = groups[static_cast<size_t>(tab.group)];
+        const auto it = code.data() ? tab.rules_of_value.find(std::string_view(code.data(), code.size()))
+                                    : tab.rules_of_value.end();
+        if (it != tab.rules_of_value.end()) {
+          for (size_t idx : it->second) candidates.push_back({idx, at});
+        } else {  // the code's group took no part: let each rule's own regex say
+          for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified});
+        }
+        pos = at + 1;
+      }
+    }
+    const auto& owners = rest_of_literal_[h];
+    if (owners.empty()) continue;
     RE2::Set::ErrorInfo info{RE2::Set::kNoError};
     matched.clear();
     if (const PatternSet* ps = setOf(static_cast<size_t>(h));
-        ps && (ps->set.Match(re2::StringPiece(text.data(), text.size()), &matched, &info) ||
-               info.kind == RE2::Set::kNoError)) {
-      for (int m : matched) candidates.push_back(owners[static_cast<size_t>(m)]);  // only rules that match
+        ps && (ps->set.Match(input, &matched, &info) || info.kind == RE2::Set::kNoError)) {
+      for (int m : matched) candidates.push_back({owners[static_cast<size_t>(m)], kUnverified});  // only rules that match
     } else {
-      candidates.insert(candidates.end(), owners.begin(), owners.end());
+      for (size_t idx : owners) candidates.push_back({idx, kUnverified});
     }
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [&](size_t a, size_t b) { return order_rank_[a] < order_rank_[b]; });
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  re2::StringPiece input(text.data(), text.size());
-  for (size_t idx : candidates) {
-    const Rule& r = rs[idx];
+  // Evaluation order; a rule's leftmost table match first.
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    return order_rank_[a.rule] != order_rank_[b.rule] ? order_rank_[a.rule] < order_rank_[b.rule] : a.at < b.at;
+  });
+  candidates.erase(std::unique(candidates.begin(), candidates.end(),
+                               [](const Candidate& a, const Candidate& b) { return a.rule == b.rule; }),
+                   candidates.end());
+  for (const auto& c : candidates) {
+    const Rule& r = rs[c.rule];
     if (!r.appliesTo(kind)) continue;
-    const RE2* compiled = regexOf(idx);
+    const RE2* compiled = nullptr;
+    RE2::Anchor anchor = RE2::UNANCHORED;
+    size_t from = 0;
+    if (c.at != kUnverified) {
+      if (!captures) return &r;
+      compiled = tableRegexOf(static_cast<size_t>(table_of_rule_[c.rule]));
+      anchor = RE2::ANCHOR_START;  // the same match again, all its groups this time
+      from = c.at;
+    } else {
+      compiled = regexOf(c.rule);
+    }
     if (!compiled) continue;  // a pattern RE2 refuses (the loader reports those) matches nothing
     const RE2& re = *compiled;
     if (!captures) {
       if (RE2::PartialMatch(input, re)) return &r;
       continue;
     }
-    int n = re.NumberOfCapturingGroups();
-    std::vector<re2::StringPiece> groups(n + 1);
-    if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n + 1)) continue;
+    const int n = re.NumberOfCapturingGroups();
+    groups.assign(static_cast<size_t>(n) + 1, {});
+    if (!re.Match(input, from, input.size(), anchor, groups.data(), n + 1)) continue;
     captures->clear();
     // By index, not by NamedCapturingGroups(): a name may recur in several alternatives of one
     // pattern, and that map knows only its first group. The participating group gives the value.
     for (const auto& [gi, name] : re.CapturingGroupNames())
-      if (groups[gi].data() != nullptr) captures->emplace(name, std::string(groups[gi].data(), groups[gi].size()));
+      if (groups[static_cast<size_t>(gi)].data() != nullptr)
+        captures->emplace(name, std::string(groups[static_cast<size_t>(gi)].data(), groups[static_cast<size_t>(gi)].size()));
     return &r;
   }
   return nullptr;

@@ -41,6 +41,11 @@ class RuleEngine {
   const Rule* match(std::string_view text, SourceKind kind,
                     std::map<std::string, std::string>* captures = nullptr) const;
 
+  // match() when the literals that occur in `text` are already known (ids as literalScanner()
+  // numbers them; ids of literals that do not occur only cost a look).
+  const Rule* matchLiterals(std::string_view text, const std::vector<int>& literal_ids, SourceKind kind,
+                            std::map<std::string, std::string>* captures = nullptr) const;
+
   // Full path: match + build the symptom (node/device/summary templates, fields, evidence).
   std::optional<Symptom> extract(const LogRecord& record, const MatchContext& ctx) const;
 
@@ -53,6 +58,9 @@ class RuleEngine {
   // them (what its literalScanner is built from).
   static std::vector<std::string> literalsOf(const RuleSet& rules);
 
+  // How many tables findTables built (see Table below); for tests.
+  size_t tableCount() const { return tables_.size(); }
+
   const RuleSet& rules() const { return *rules_; }
   std::shared_ptr<const RuleSet> rulesPtr() const { return rules_; }
 
@@ -64,16 +72,29 @@ class RuleEngine {
   std::vector<size_t> order_rank_;                 // rule index -> evaluation rank
   std::shared_ptr<const LiteralScanner> literal_scanner_;
   std::vector<std::string> literals_;              // literal index -> literal
-  // A literal many rules share (the Xid pack's "NVRM: Xid"): its rules' patterns in one RE2::Set,
-  // so one pass tells which of them match instead of one regex search per rule.
+  // Rules of one literal whose patterns are the same but for the digits in one named group (the
+  // Xid pack: one rule per Xid code, `HEAD(?P<xid>79)TAIL`): one regex with the codes as
+  // alternatives, `HEAD(?P<xid>1|2|...)TAIL`, and the captured code looked up in a table. A match
+  // of that regex at a position is a match of the code's own rule there with the same captures,
+  // so a record costs one search and the pack one small program instead of one per code.
+  struct Table;
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<std::vector<size_t>> tables_of_literal_;  // literal index -> table indices
+  std::vector<std::vector<size_t>> rest_of_literal_;    // literal index -> owners in no table
+  std::vector<int> table_of_rule_;                      // rule index -> table index or -1
+  // A literal many rules share, beyond its tables: those rules' patterns in one RE2::Set, so one
+  // pass tells which of them match instead of one regex search per rule.
   struct PatternSet;
   std::vector<std::unique_ptr<PatternSet>> literal_sets_;  // literal index -> set or null
   // Compiled on first use (a node's agent meets few of the rules): rules given without a
-  // compiled regex (RuleSet copies that keep only `pattern`) and the PatternSets.
+  // compiled regex (RuleSet copies that keep only `pattern`), the tables' regexes and the
+  // PatternSets.
   struct Lazy;
   std::unique_ptr<Lazy> lazy_;
   const re2::RE2* regexOf(size_t rule) const;
   const PatternSet* setOf(size_t literal) const;
+  const re2::RE2* tableRegexOf(size_t table) const;
+  void findTables();
 };
 
 // Renders "{name}" placeholders from `values`; unknown names become "".

@@ -1,7 +1,11 @@
 // Loads every shipped rule file and runs every example through the real engine.
 #include <catch2/catch.hpp>
 
+#include <re2/re2.h>
+
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "common/rule_engine.h"
@@ -255,4 +259,79 @@ rules:
   auto errs = loadRuleSet({{"x.yaml", bad}}, "1.2.3").errors;
   REQUIRE(errs.size() == 1);
   CHECK(errs[0].find("boot_settle_s") != std::string::npos);
+}
+
+namespace {
+// The engine's contract spelled out the slow way: of the rules one of whose literals occurs in
+// the text and whose own pattern matches, the highest priority wins, ties to the rule loaded
+// first; the captures are that pattern's leftmost match's.
+using Compiled = std::map<const Rule*, std::unique_ptr<RE2>>;  // each pattern compiled once
+
+const Rule* straightforwardMatch(const RuleSet& rs, std::string_view text, SourceKind kind,
+                                 std::map<std::string, std::string>* captures, Compiled* compiled) {
+  const Rule* best = nullptr;
+  for (const auto& r : rs.rules) {
+    if (r.deprecated || !r.appliesTo(kind) || (best && r.priority <= best->priority)) continue;
+    bool literal = false;
+    for (const auto& lit : r.prefilters) literal = literal || text.find(lit) != std::string_view::npos;
+    if (!literal) continue;
+    auto& slot = (*compiled)[&r];
+    if (!slot) slot = std::make_unique<RE2>(r.pattern);
+    const RE2& re = *slot;
+    if (!re.ok()) continue;
+    std::vector<re2::StringPiece> groups(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1);
+    if (!re.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, groups.data(),
+                  static_cast<int>(groups.size())))
+      continue;
+    best = &r;
+    captures->clear();
+    for (const auto& [gi, name] : re.CapturingGroupNames())
+      if (groups[static_cast<size_t>(gi)].data())
+        captures->emplace(name, std::string(groups[static_cast<size_t>(gi)].data(), groups[static_cast<size_t>(gi)].size()));
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("the Xid pack is one table; every record gets the rule and captures each rule's own pattern gives", "[rules]") {
+  auto loaded = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  RuleEngine engine(loaded.rules);
+  CHECK(engine.tableCount() == 1);  // xid.yaml's 172 rules; xid_misc's own patterns stay as they are
+  std::vector<std::string> texts;
+  for (const auto& r : loaded.rules->rules) {
+    for (const auto& e : r.match_examples) texts.push_back(e);
+    for (const auto& e : r.no_match_examples) texts.push_back(e);
+  }
+  // Two heads in one record, codes that are a prefix of another, a code run into letters, a code
+  // without its word boundary, non-ASCII around the head.
+  for (const char* extra : {
+           "NVRM: Xid (PCI:0000:3b:00): 13, Ch 1 NVRM: Xid (PCI:0000:3c:00): 79, pid=1, name=x, GPU has fallen off the bus.",
+           "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, NVRM: Xid (PCI:0000:3c:00): 13, Graphics Exception",
+           "NVRM: Xid (PCI:0000:3b:00): 1a, Ch 1",
+           "NVRM: Xid (PCI:0000:3b:00): 131",
+           "NVRM: Xid (PCI:0000:3b:00): 13",
+           "NVRM: Xid (PCI:0000:3b:00): 0013, Ch 1",
+           "NVRM: Xid (PCI:0000:3b:00): 999, Ch 1",
+           "NVRM: Xid (PCI:0000:3b:00) junk (x): 48, DBE",
+           "NVRM: Xid (PCI:0000:3b:00 GPU-I:05): 94, pid=7, name=é, Contained: CE User Channel",
+           "é NVRM: Xid (0000:3b:00): 45, pid=1, name=a,b, Ch 0000000a (caused by previous Xid 79)",
+           "NVRM: Xid (PCI:0000:3b:00): NVRM: Xid (PCI:0000:3b:01): 62, Ch 1",
+       })
+    texts.push_back(extra);
+  size_t won = 0;
+  Compiled compiled;
+  for (const auto& text : texts) {
+    for (auto kind : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kApplication}) {
+      std::map<std::string, std::string> want, got;
+      const Rule* expect = straightforwardMatch(*loaded.rules, text, kind, &want, &compiled);
+      const Rule* r = engine.match(text, kind, &got);
+      INFO(text << " (kind " << static_cast<int>(kind) << ")");
+      REQUIRE((r ? r->id : "-") == (expect ? expect->id : "-"));
+      if (expect) CHECK(got == want);
+      CHECK(engine.match(text, kind) == r);
+      won += r != nullptr;
+    }
+  }
+  CHECK(won > 3000);
 }
