@@ -31,8 +31,10 @@ void KmsgSource::start(const std::string& checkpoint, RecordHandler handler) {
   if (!checkpoint.empty()) {
     auto sp = checkpoint.find(' ');
     if (sp != std::string::npos && checkpoint.substr(0, sp) == options_.boot_id) {
-      skip_until_ = std::strtoull(checkpoint.c_str() + sp + 1, nullptr, 10);
+      char* end = nullptr;
+      skip_until_ = std::strtoull(checkpoint.c_str() + sp + 1, &end, 10);
       last_seq_ = skip_until_;
+      health_.lost = std::strtoull(end, nullptr, 10);  // "" (older checkpoints): 0
     }
   }
   int fd = ::open(options_.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -153,7 +155,7 @@ void KmsgSource::handleRecord(std::string_view line) {
 
 std::string KmsgSource::checkpoint() const {
   if (!last_seq_) return "";
-  return options_.boot_id + " " + std::to_string(*last_seq_);
+  return options_.boot_id + " " + std::to_string(*last_seq_) + " " + std::to_string(health_.lost);
 }
 
 }  // namespace faultline::agent

@@ -1,9 +1,12 @@
 // The kernel log from /dev/kmsg (or a FIFO standing in for it in tests).
 //
 // Each record "prio,seq,usec,flags;text" is parsed with common::parseKmsgRecord and stamped in
-// UTC through the boot time. The checkpoint is "<boot id> <seq>": within the same boot records
-// up to seq are skipped on restart; a different boot id means a new boot and everything in the
-// ring buffer is read. Sequence gaps and EPIPE (ring-buffer overrun) count as lost records.
+// UTC through the boot time. The checkpoint is "<boot id> <seq> <lost>": within the same boot
+// records up to seq are skipped on restart; a different boot id means a new boot and everything
+// in the ring buffer is read. Sequence gaps and EPIPE (ring-buffer overrun) count as lost records;
+// `lost` (this boot's count up to seq) is kept in the checkpoint, committed with the symptoms, so
+// a restarted agent neither forgets gaps nor counts twice the gaps of records it reads again.
+// A checkpoint without it (older agents) reads as 0.
 // Single-threaded (io_context thread).
 #pragma once
 

@@ -76,7 +76,7 @@ TEST_CASE("kmsg: records from a FIFO, UTC through the boot time, resume by seq, 
   CHECK(src->health().lost == 2);
   CHECK(src->health().skipped == 1);
   std::string cp = src->checkpoint();
-  CHECK(cp == "boot-a 5");
+  CHECK(cp == "boot-a 5 2");  // the count lost so far is kept with the position
   src->stop();
 
   SECTION("same boot: records up to the checkpoint are skipped") {
@@ -87,7 +87,29 @@ TEST_CASE("kmsg: records from a FIFO, UTC through the boot time, resume by seq, 
     for (uint64_t seq : {1, 2, 5, 6}) writeAll(w, kmsgRecord(seq, "r" + std::to_string(seq)));
     REQUIRE(runUntil(io, [&] { return again.records.size() == 1; }));
     CHECK(again.texts() == std::vector<std::string>{"r6"});
+    // The gap before the checkpoint is still counted (a restart does not forget it), once.
+    CHECK(s2.health().lost == 2);
+    CHECK(s2.checkpoint() == "boot-a 6 2");
+    s2.stop();
+  }
+  SECTION("same boot, restarted before the gap was committed: the gap is counted once") {
+    Collected again;
+    KmsgSource s2(io, o);
+    s2.start("boot-a 2 0", again.handler());
+    for (uint64_t seq : {1, 2, 5, 6, 9}) writeAll(w, kmsgRecord(seq, "r" + std::to_string(seq)));
+    REQUIRE(runUntil(io, [&] { return again.records.size() == 3; }));
+    CHECK(s2.health().lost == 4);
+    CHECK(s2.checkpoint() == "boot-a 9 4");
+    s2.stop();
+  }
+  SECTION("a checkpoint of an older agent (no count) reads as none lost") {
+    Collected again;
+    KmsgSource s2(io, o);
+    s2.start("boot-a 5", again.handler());
+    for (uint64_t seq : {5, 6}) writeAll(w, kmsgRecord(seq, "r" + std::to_string(seq)));
+    REQUIRE(runUntil(io, [&] { return again.records.size() == 1; }));
     CHECK(s2.health().lost == 0);
+    CHECK(s2.checkpoint() == "boot-a 6 0");
     s2.stop();
   }
   SECTION("a new boot reads everything") {
@@ -98,7 +120,8 @@ TEST_CASE("kmsg: records from a FIFO, UTC through the boot time, resume by seq, 
     s2.start(cp, again.handler());
     for (uint64_t seq : {1, 2}) writeAll(w, kmsgRecord(seq, "r" + std::to_string(seq)));
     REQUIRE(runUntil(io, [&] { return again.records.size() == 2; }));
-    CHECK(s2.checkpoint() == "boot-b 2");
+    CHECK(s2.checkpoint() == "boot-b 2 0");
+    CHECK(s2.health().lost == 0);  // a new boot: the old boot's count does not carry over
     s2.stop();
   }
   ::close(w);
