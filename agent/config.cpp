@@ -74,7 +74,10 @@ const std::vector<Key>& keys() {
       scalar("batch_interval_ms", &AgentConfig::batch_interval_ms, "commit + ship period"),
       scalar("aggregate_window_s", &AgentConfig::aggregate_window_s, "window that merges identical symptoms"),
       scalar("heartbeat_interval_s", &AgentConfig::heartbeat_interval_s, "heartbeat period"),
-      scalar("ack_timeout_ms", &AgentConfig::ack_timeout_ms, "resend a batch not acknowledged within this"),
+      scalar("ack_timeout_ms", &AgentConfig::ack_timeout_ms,
+             "resend a batch not acknowledged within this (before any ack is measured; the floor)"),
+      scalar("ack_timeout_max_ms", &AgentConfig::ack_timeout_max_ms,
+             "ceiling of the ack timeout, which adapts to the measured round trip and backs off"),
       scalar("max_in_flight", &AgentConfig::max_in_flight, "unacknowledged batches on the wire"),
       scalar("critical_first", &AgentConfig::critical_first, "send the most severe batches first"),
       scalar("rate_limit_bytes_per_sec", &AgentConfig::rate_limit_bytes_per_sec, "link byte-rate cap (0: none)"),
@@ -168,6 +171,7 @@ void validate(const AgentConfig& c, std::vector<std::string>* errors) {
   if (c.aggregate_window_s < 0) err("aggregate_window_s must be >= 0");
   if (c.heartbeat_interval_s < 1) err("heartbeat_interval_s must be >= 1");
   if (c.ack_timeout_ms < 100) err("ack_timeout_ms must be >= 100");
+  if (c.ack_timeout_max_ms < c.ack_timeout_ms) err("ack_timeout_max_ms must be >= ack_timeout_ms");
   if (c.max_in_flight < 1) err("max_in_flight must be >= 1");
   if (c.spool_max_bytes < (64 << 10)) err("spool_max_bytes must be >= 65536");
   if (c.rules_dirs.empty()) err("rules_dirs is empty");

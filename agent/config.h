@@ -37,6 +37,7 @@ struct AgentConfig {
   int aggregate_window_s = 10;          // identical symptoms within this window become one
   int heartbeat_interval_s = 30;
   int ack_timeout_ms = 10000;
+  int ack_timeout_max_ms = 60000;
   int max_in_flight = 16;
   bool critical_first = true;
   uint64_t rate_limit_bytes_per_sec = 0;  // 0: unlimited

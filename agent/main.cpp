@@ -250,6 +250,7 @@ int main(int argc, char** argv) {
       so.curve_server_key = cfg.curve_server_public_key;
     }
     so.ack_timeout_ns = int64_t{cfg.ack_timeout_ms} * 1'000'000;
+    so.ack_timeout_max_ns = int64_t{cfg.ack_timeout_max_ms} * 1'000'000;
     so.max_in_flight = static_cast<size_t>(cfg.max_in_flight);
     so.critical_first = cfg.critical_first;
     so.rate_bytes_per_sec = cfg.rate_limit_bytes_per_sec;

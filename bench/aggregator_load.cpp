@@ -127,7 +127,8 @@ struct RunOptions {
   size_t agents = 2048, job_nodes = 1024, root_index = 0, batches = 4, per_batch = 8, peer_batches = 0;
   size_t after_batches = 4;
   size_t in_flight = 16, io_threads = 1;
-  double ack_timeout_ms = 10000, heartbeat_ms = 30000, spread_ms = 0, timeout_s = 170;
+  double ack_timeout_ms = 10000, ack_timeout_max_ms = 60000, heartbeat_ms = 30000, spread_ms = 0, timeout_s = 170;
+  bool fixed_timeout = false;
 };
 
 int cmdRun(const RunOptions& o) {
@@ -173,6 +174,8 @@ int cmdRun(const RunOptions& o) {
   dopt.ruleset_version = rules->version;
   dopt.in_flight = o.in_flight;
   dopt.ack_timeout_ns = static_cast<int64_t>(o.ack_timeout_ms * kMs);
+  dopt.ack_timeout_max_ns = static_cast<int64_t>(std::max(o.ack_timeout_max_ms, o.ack_timeout_ms) * kMs);
+  dopt.fixed_timeout = o.fixed_timeout;
   dopt.heartbeat_ns = static_cast<int64_t>(o.heartbeat_ms * kMs);
   SimFleet sim(ctx, dopt);
 
@@ -211,10 +214,11 @@ int cmdRun(const RunOptions& o) {
   const double build_s = double(steadyNs() - t_build) / 1e9;
 
   std::printf("aggregator load: %zu agents, %zu of them in job %s (%s%s-%s), root %s <- %s of %s; %zu batches x %zu "
-              "symptoms per agent, in-flight %zu, ack timeout %.0f ms, spread %.0f ms; cpus %ld\n",
+              "symptoms per agent, in-flight %zu, ack timeout %.0f ms (%s), spread %.0f ms; cpus %ld\n",
               o.agents, job_nodes, o.job_id.c_str(), o.prefix.c_str(), hostName("", 1).c_str(),
               hostName("", job_nodes).c_str(), root_host.c_str(), sample->expected_node.c_str(),
               fs::path(o.sample_dir).filename().c_str(), o.batches, o.per_batch, o.in_flight, o.ack_timeout_ms,
+              o.fixed_timeout ? "fixed, every late batch again" : "adaptive, one probe",
               o.spread_ms, ::sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("sample    %zu nodes, %zu symptoms (rule engine over node logs and rank output), ruleset %s; "
               "%zu batches encoded in %.2f s\n",
@@ -456,7 +460,9 @@ int main(int argc, char** argv) {
   run->add_option("--peer-batches", o.peer_batches, "batches of the single-sender peer (default min(total, 1000))");
   run->add_option("--after-batches", o.after_batches, "batches per agent outside the job after the verdict (0: no phase)");
   run->add_option("--in-flight", o.in_flight, "unacked batches per agent (the agent's max_in_flight)");
-  run->add_option("--ack-timeout-ms", o.ack_timeout_ms, "resend after (the agent's ack_timeout_ms)");
+  run->add_option("--ack-timeout-ms", o.ack_timeout_ms, "resend after, until acks are measured (the agent's ack_timeout_ms)");
+  run->add_option("--ack-timeout-max-ms", o.ack_timeout_max_ms, "ceiling of the adaptive timeout (the agent's ack_timeout_max_ms)");
+  run->add_flag("--fixed-ack-timeout", o.fixed_timeout, "resend every batch unacked after --ack-timeout-ms (agents before the adaptive timer)");
   run->add_option("--heartbeat-ms", o.heartbeat_ms, "heartbeat interval during the cascade");
   run->add_option("--spread-ms", o.spread_ms, "agents start over this span (0: all at once)");
   run->add_option("--io-threads", o.io_threads, "zmq io threads of the generator");

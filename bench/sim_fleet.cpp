@@ -31,6 +31,7 @@ SimFleet::~SimFleet() {
 }
 
 size_t SimFleet::add(SimAgent agent) {
+  agent.in_flight = std::make_unique<uplink::InFlight>(o_.ack_timeout_ns, o_.ack_timeout_max_ns);
   agents_.push_back(std::move(agent));
   return agents_.size() - 1;
 }
@@ -152,10 +153,26 @@ bool SimFleet::sendHeartbeat(SimAgent& a, bool first) {
 // Sends while the window has room; true when anything went out.
 bool SimFleet::topUp(SimAgent& a) {
   bool any = false;
-  while (a.active && a.in_flight.size() < o_.in_flight && a.next < a.limit) {
+  // What the timer released goes first, as the agent's outbox picks the oldest sequence first.
+  while (a.active && !a.again.empty() && a.in_flight->size() < o_.in_flight) {
+    uint64_t seq = a.again.front();
+    if (!a.first_sent_ns.count(seq)) {  // acked meanwhile (its first send's ack was late)
+      a.again.erase(a.again.begin());
+      continue;
+    }
+    if (!sendFrames(a, common::kTypeBatch, a.batches[seq - 1])) return any;  // no connection: scan() retries
+    a.in_flight->sent(seq, steadyNs());
+    if (o_.fixed_timeout) a.last_sent_ns[seq] = steadyNs();
+    a.again.erase(a.again.begin());
+    ++cur_->resends;
+    any = true;
+  }
+  while (a.active && a.in_flight->size() + a.again.size() < o_.in_flight && a.next < a.limit) {
     if (!sendFrames(a, common::kTypeBatch, a.batches[a.next])) break;  // no connection: scan() retries
     int64_t now = steadyNs();
-    a.in_flight.push_back({a.next + 1, now, now});
+    a.in_flight->sent(a.next + 1, now);
+    a.first_sent_ns[a.next + 1] = now;
+    if (o_.fixed_timeout) a.last_sent_ns[a.next + 1] = now;
     ++a.next;
     any = true;
   }
@@ -191,21 +208,22 @@ void SimFleet::onMessage(SimAgent& a, std::string_view type, std::string_view pa
     if (cur_) ++cur_->bad_messages;
     return;
   }
-  auto it = std::find_if(a.in_flight.begin(), a.in_flight.end(),
-                         [&](const SimAgent::Pending& p) { return p.sequence == ack->sequence; });
-  if (it == a.in_flight.end()) {
+  int64_t now = steadyNs();
+  a.in_flight->acked(ack->sequence, now);
+  auto it = a.first_sent_ns.find(ack->sequence);
+  if (it == a.first_sent_ns.end()) {
     if (cur_) ++cur_->duplicate_acks;  // the second ack of a resent batch
     return;
   }
-  int64_t now = steadyNs();
   ++a.acked;
   if (cur_) {
-    cur_->latency_ns.push_back(now - it->first_sent_ns);
+    cur_->latency_ns.push_back(now - it->second);
     ++cur_->batches;
-    cur_->symptoms += a.batch_symptoms[it->sequence - 1];
+    cur_->symptoms += a.batch_symptoms[ack->sequence - 1];
     cur_->last_ack_ns = now;
   }
-  a.in_flight.erase(it);
+  a.first_sent_ns.erase(it);
+  a.last_sent_ns.erase(ack->sequence);
 }
 
 void SimFleet::waitAndDrain(int timeout_ms) {
@@ -220,11 +238,19 @@ void SimFleet::scan(const std::vector<size_t>& which, int64_t now) {
   for (size_t i : which) {
     SimAgent& a = agents_[i];
     if (!a.active) continue;
-    for (auto& p : a.in_flight)
-      if (now - p.last_sent_ns >= o_.ack_timeout_ns && sendFrames(a, common::kTypeBatch, a.batches[p.sequence - 1])) {
-        p.last_sent_ns = now;
-        ++cur_->resends;
-      }
+    if (o_.fixed_timeout) {
+      // The old agent: every batch out longer than the timeout goes again.
+      std::vector<uint64_t> late;
+      a.in_flight->forEach([&](uint64_t seq) { late.push_back(seq); });
+      for (uint64_t seq : late)
+        if (now - a.last_sent_ns[seq] >= o_.ack_timeout_ns) {
+          a.again.push_back(seq);
+          a.in_flight->forget(seq);
+        }
+    } else {
+      a.in_flight->due(now, &a.again);
+    }
+    std::sort(a.again.begin(), a.again.end());
     if (now >= a.next_heartbeat_ns && sendHeartbeat(a, false)) a.next_heartbeat_ns = now + o_.heartbeat_ns;
     service(i);
   }

@@ -1,9 +1,11 @@
 // Simulated faultline agents for the aggregator load bench: each is what faultline-agent is on
 // the wire (common/uplink/shipper.cpp) — a DEALER with routing id = agent id = hostname, its own
 // CurveZMQ key pair, ZMQ_IMMEDIATE, linger 0, reconnect 0.5 s backing off to 30 s, at most
-// `in_flight` unacknowledged batches, a resend of any batch not acked within `ack_timeout_ns`,
-// and a heartbeat every `heartbeat_ns` — but with its batches encoded up front (the agent's spool)
-// and thousands of them served by one thread.
+// `in_flight` unacknowledged batches, resends timed by the agent's own retransmission timer
+// (common/uplink/in_flight.h: `ack_timeout_ns` until acks are measured, adaptive and backed off up
+// to `ack_timeout_max_ns`; or, with `fixed_timeout`, every batch again after `ack_timeout_ns`, as
+// agents did before), and a heartbeat every `heartbeat_ns` — but with its batches encoded up front
+// (the agent's spool) and thousands of them served by one thread.
 //
 // Threading: one thread owns a SimFleet and its sockets; every call blocks that thread (epoll over
 // every socket's ZMQ_FD). The zmq context must outlive the SimFleet and allow enough sockets
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +21,7 @@
 #include <zmq.hpp>
 
 #include "common/protocol.h"
+#include "common/uplink/in_flight.h"
 
 namespace faultline::bench {
 
@@ -34,11 +38,6 @@ struct SimAgent {
   std::vector<uint32_t> batch_symptoms;
 
   // State, kept by the SimFleet.
-  struct Pending {
-    uint64_t sequence = 0;
-    int64_t first_sent_ns = 0;
-    int64_t last_sent_ns = 0;
-  };
   std::unique_ptr<zmq::socket_t> sock;
   bool first_heartbeat_sent = false;
   int64_t connected_ns = 0;  // steady time the first heartbeat could go out (handshake done)
@@ -46,7 +45,10 @@ struct SimAgent {
   size_t next = 0;           // next batch index to send
   size_t limit = 0;          // the running phase sends batches [next, limit)
   size_t acked = 0;
-  std::vector<Pending> in_flight;
+  std::unique_ptr<uplink::InFlight> in_flight;  // created by add()
+  std::map<uint64_t, int64_t> first_sent_ns;     // sequence -> first send, for the ack latency
+  std::map<uint64_t, int64_t> last_sent_ns;      // with fixed_timeout only: sequence -> last send
+  std::vector<uint64_t> again;                   // released by the timer, to be sent again
   int64_t next_heartbeat_ns = 0;
 };
 
@@ -66,7 +68,9 @@ struct SimFleetOptions {
   std::string server_key;  // its Curve public key, Z85
   std::string ruleset_version;
   size_t in_flight = 16;                     // the agent's max_in_flight
-  int64_t ack_timeout_ns = 10'000'000'000;   // the agent's ack_timeout_ms
+  int64_t ack_timeout_ns = 10'000'000'000;      // the agent's ack_timeout_ms
+  int64_t ack_timeout_max_ns = 60'000'000'000;  // the agent's ack_timeout_max_ms
+  bool fixed_timeout = false;                   // resend every batch after ack_timeout_ns (the old agent)
   int64_t heartbeat_ns = 30'000'000'000;     // the agent's heartbeat_interval_s
 };
 

@@ -2,6 +2,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <atomic>
+#include <cstring>
+
 #include "common/uplink/log.h"
 #include "common/protocol.h"
 
@@ -12,8 +15,9 @@ using common::kZstdSuffix;
 Shipper::Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Outbox& outbox,
                  ShipperOptions options, Logger* log)
     : io_(io), zmq_(zmq), clock_(clock), outbox_(outbox), options_(std::move(options)), log_(log),
-      fd_(io), tick_timer_(io), throttle_timer_(io),
-      bucket_(options_.rate_bytes_per_sec, options_.rate_burst_bytes, clock.steadyNs()) {}
+      fd_(io), monitor_fd_(io), tick_timer_(io), throttle_timer_(io),
+      bucket_(options_.rate_bytes_per_sec, options_.rate_burst_bytes, clock.steadyNs()),
+      in_flight_(options_.ack_timeout_ns, options_.ack_timeout_max_ns) {}
 
 Shipper::~Shipper() { stop(); }
 
@@ -42,20 +46,31 @@ bool Shipper::start(std::string* error) {
       socket_->set(zmq::sockopt::curve_publickey, pub);
       socket_->set(zmq::sockopt::curve_secretkey, options_.curve_secret_key);
     }
+    // Unique within the process (inproc names are per context; shippers may share one).
+    static std::atomic<uint64_t> monitors{0};
+    const std::string monitor_ep = "inproc://faultline-shipper-monitor-" + std::to_string(++monitors);
+    if (zmq_socket_monitor(socket_->handle(), monitor_ep.c_str(),
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+      throw zmq::error_t();
+    monitor_ = std::make_unique<zmq::socket_t>(zmq_, zmq::socket_type::pair);
+    monitor_->set(zmq::sockopt::linger, 0);
+    monitor_->connect(monitor_ep);
     for (const auto& ep : options_.endpoints) socket_->connect(ep);
     int fd = socket_->get(zmq::sockopt::fd);
     fd_.assign(fd);
+    monitor_fd_.assign(monitor_->get(zmq::sockopt::fd));
   } catch (const zmq::error_t& e) {
     *error = std::string("zmq: ") + e.what();
-    socket_.reset();
+    releaseSockets();
     return false;
   } catch (const boost::system::system_error& e) {
     *error = std::string("zmq fd: ") + e.what();
-    socket_.reset();
+    releaseSockets();
     return false;
   }
   stopped_ = false;
   armFd();
+  armMonitor();
   armTick();
   boost::asio::post(io_, [this] { kick(); });
   return true;
@@ -65,11 +80,18 @@ void Shipper::stop() {
   stopped_ = true;
   tick_timer_.cancel();
   throttle_timer_.cancel();
-  if (fd_.is_open()) {
+  releaseSockets();
+}
+
+void Shipper::releaseSockets() {
+  for (auto* d : {&fd_, &monitor_fd_}) {
+    if (!d->is_open()) continue;
     boost::system::error_code ec;
-    fd_.cancel(ec);
-    fd_.release();
+    d->cancel(ec);
+    d->release();
   }
+  if (socket_ && monitor_) zmq_socket_monitor(socket_->handle(), nullptr, 0);
+  monitor_.reset();
   socket_.reset();
 }
 
@@ -83,6 +105,67 @@ void Shipper::armFd() {
     kick();
     armFd();
   });
+}
+
+void Shipper::armMonitor() {
+  if (stopped_ || monitor_waiting_ || !monitor_) return;
+  monitor_waiting_ = true;
+  // ZMQ_FD signals only once the socket has looked at its commands: ask first, wait after.
+  bool pending = false;
+  try {
+    pending = monitor_->get(zmq::sockopt::events) & ZMQ_POLLIN;
+  } catch (const zmq::error_t&) {
+  }
+  if (pending) {
+    boost::asio::post(io_, [this] {
+      monitor_waiting_ = false;
+      if (stopped_) return;
+      processMonitor();
+      armMonitor();
+    });
+    return;
+  }
+  monitor_fd_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+    monitor_waiting_ = false;
+    if (ec || stopped_) return;
+    processMonitor();
+    armMonitor();
+  });
+}
+
+// Each event is two frames: 2 bytes event id + 4 bytes value, then the endpoint.
+void Shipper::processMonitor() {
+  bool lost = false, up = false;
+  try {
+    while (monitor_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
+      zmq::message_t head, addr;
+      if (!monitor_->recv(head, zmq::recv_flags::dontwait)) break;
+      while (head.more() && monitor_->recv(addr, zmq::recv_flags::dontwait) && addr.more()) {
+      }
+      if (head.size() < 2) continue;
+      uint16_t event = 0;
+      std::memcpy(&event, head.data(), sizeof event);
+      lost = lost || event == ZMQ_EVENT_DISCONNECTED;
+      up = up || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    }
+  } catch (const zmq::error_t& e) {
+    if (log_) log_->warn("{}: zmq monitor: {}", options_.log_name, e.what());
+  }
+  if (lost) {
+    // ZeroMQ dropped what was queued for the connection, and an aggregator that died lost what it
+    // had not stored: everything out goes again (duplicates are acknowledged and dropped).
+    std::vector<uint64_t> again;
+    in_flight_.lost(&again);
+    stats_.resent += again.size();
+    ++stats_.disconnects;
+    // The dead connection's pipe may still take sends for a moment (into nowhere): hold them
+    // until a handshake finishes or the next tick.
+    held_ = true;
+  }
+  if (up) {
+    held_ = false;
+    kick();
+  }
 }
 
 void Shipper::armTick() {
@@ -139,10 +222,10 @@ size_t Shipper::sendMessage(const std::string& type, const std::string& packed) 
 }
 
 void Shipper::kick() {
-  if (stopped_ || !socket_) return;
+  if (stopped_ || !socket_ || held_) return;
   while (in_flight_.size() < options_.max_in_flight) {
     std::vector<uint64_t> exclude;
-    for (const auto& [seq, t] : in_flight_) exclude.push_back(seq);
+    in_flight_.forEach([&](uint64_t seq) { exclude.push_back(seq); });
     auto next = outbox_.unacked(1, options_.critical_first, exclude);
     if (next.empty()) break;
     const auto& b = next.front();
@@ -156,7 +239,7 @@ void Shipper::kick() {
     size_t sent = sendMessage(options_.batch_type, b.payload);
     if (sent == 0) break;  // not connected: the tick retries
     bucket_.take(sent, now);  // only what actually went out counts
-    in_flight_[b.sequence] = now;
+    in_flight_.sent(b.sequence, now);
     ++stats_.sent;
   }
   // Sending consumes the fd's edge: look for acks that arrived meanwhile.
@@ -164,15 +247,11 @@ void Shipper::kick() {
 }
 
 void Shipper::tick() {
-  int64_t now = clock_.steadyNs();
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (now - it->second >= options_.ack_timeout_ns) {
-      ++stats_.resent;
-      it = in_flight_.erase(it);  // picked again by kick()
-    } else {
-      ++it;
-    }
-  }
+  // What due() releases is no longer out: kick() picks it again from the outbox.
+  std::vector<uint64_t> again;
+  stats_.timed_out += in_flight_.due(clock_.steadyNs(), &again);
+  stats_.resent += again.size();
+  held_ = false;
   kick();
 }
 
@@ -208,7 +287,7 @@ void Shipper::processIncoming() {
         continue;
       }
       outbox_.ack(ack->sequence);
-      if (in_flight_.erase(ack->sequence)) ++stats_.acked;
+      if (in_flight_.acked(ack->sequence, clock_.steadyNs())) ++stats_.acked;
       acked = true;
     }
   } catch (const zmq::error_t& e) {

@@ -2,15 +2,20 @@
 // ROUTER) and removes them from the outbox when acknowledged. Used by the agent (symptom batches
 // from its spool) and by a site relay aggregator (relay batches to the central one).
 //
-// Delivery: at most `max_in_flight` batches are outstanding; a batch not acknowledged within
-// `ack_timeout_ns` (injected Clock, steady time) is sent again — which covers a reconnect, since
-// ZeroMQ drops the queue of a broken connection and ZMQ_IMMEDIATE refuses to queue while no
-// connection is up. The aggregator deduplicates by (sender id, sequence), so resending is safe.
+// Delivery: at most `max_in_flight` batches are outstanding; a batch not acknowledged in time
+// (injected Clock, steady time) is sent again — which covers a reconnect, since ZeroMQ drops the
+// queue of a broken connection and ZMQ_IMMEDIATE refuses to queue while no connection is up. The
+// aggregator deduplicates by (sender id, sequence), so resending is safe. "In time" adapts to the
+// measured ack round trip between `ack_timeout_ns` and `ack_timeout_max_ns`, and backs off when
+// acks are late (common/uplink/in_flight.h): a slow aggregator gets one probe, not every batch
+// again.
 // Order: by sequence, or critical severity first when `critical_first`. A token bucket caps the
 // bytes per second. Heartbeats are best effort (dropped when they cannot be queued).
 //
 // Threading: everything runs on the io_context thread; the zmq socket's ZMQ_FD is waited on with
-// a stream_descriptor (edge-triggered: ZMQ_EVENTS is re-checked after every send and receive).
+// a stream_descriptor (edge-triggered: ZMQ_EVENTS is re-checked after every send and receive). A
+// socket monitor (inproc PAIR, its own ZMQ_FD) reports disconnects — every batch out goes again —
+// and finished handshakes — sending resumes at once instead of at the next tick.
 // The zmq::context_t and Outbox must outlive the Shipper. No exception leaves a handler: zmq
 // errors are counted and logged.
 #pragma once
@@ -19,13 +24,13 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
 
 #include "common/clock.h"
+#include "common/uplink/in_flight.h"
 #include "common/uplink/outbox.h"
 #include "common/uplink/token_bucket.h"
 
@@ -45,7 +50,8 @@ struct ShipperOptions {
   std::string curve_secret_key;   // Z85, 40 chars: this agent's secret key
   std::string curve_public_key;   // Z85: this agent's public key (derived when empty)
   std::string curve_server_key;   // Z85: the aggregator's public key
-  int64_t ack_timeout_ns = 10'000'000'000;
+  int64_t ack_timeout_ns = 10'000'000'000;      // the timeout before any ack was measured, and the floor
+  int64_t ack_timeout_max_ns = 60'000'000'000;  // the ceiling of the adaptive, backed-off timeout
   size_t max_in_flight = 16;
   bool critical_first = true;
   uint64_t rate_bytes_per_sec = 0;  // 0 = unlimited
@@ -59,7 +65,9 @@ struct ShipperOptions {
 
 struct ShipperStats {
   uint64_t sent = 0;        // batch sends, including resends
-  uint64_t resent = 0;
+  uint64_t resent = 0;      // batches released to be sent again
+  uint64_t timed_out = 0;   // batches found unacknowledged past their timeout
+  uint64_t disconnects = 0;  // connections lost (their batches out are sent again)
   uint64_t acked = 0;
   uint64_t bytes_sent = 0;  // payload bytes of batches and heartbeats, as sent
   uint64_t bytes_packed = 0;  // the same payloads before zstd (== bytes_sent without it)
@@ -90,9 +98,14 @@ class Shipper {
 
   const ShipperStats& stats() const { return stats_; }
   size_t inFlight() const { return in_flight_.size(); }
+  // What a batch sent now waits for its ack before it may go again.
+  int64_t ackTimeoutNs() const { return in_flight_.timeoutNs(); }
 
  private:
+  void releaseSockets();
   void armFd();
+  void armMonitor();
+  void processMonitor();
   void armTick();
   void armThrottle(int64_t wait_ns);
   bool sendFrames(std::string_view type, const std::string& payload);
@@ -107,13 +120,17 @@ class Shipper {
   Logger* log_;
   std::unique_ptr<zmq::socket_t> socket_;
   boost::asio::posix::stream_descriptor fd_;  // ZMQ_FD, owned by the socket: released
+  std::unique_ptr<zmq::socket_t> monitor_;    // PAIR receiving socket_'s events
+  boost::asio::posix::stream_descriptor monitor_fd_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer throttle_timer_;
   bool throttled_ = false;
   bool waiting_ = false;
+  bool monitor_waiting_ = false;
+  bool held_ = false;  // a connection was lost: no sends until a handshake or the next tick
   bool stopped_ = true;
   TokenBucket bucket_;
-  std::map<uint64_t, int64_t> in_flight_;  // sequence -> steady ns sent
+  InFlight in_flight_;
   ShipperStats stats_;
 };
 

@@ -40,6 +40,30 @@ ShipperOptions options(const std::string& endpoint) {
   return o;
 }
 
+// A shipper whose receiver took `n` batches and acknowledged none of them (yet).
+struct UnackedRig {
+  explicit UnackedRig(int n) {
+    rx.ack = false;
+    std::string error;
+    spool = Spool::open(":memory:", {}, &error);
+    REQUIRE(spool);
+    spoolBatches(*spool, n);
+    shipper = std::make_unique<Shipper>(io, ctx, clock, *spool, options(rx.endpoint()));
+    REQUIRE(shipper->start(&error));
+    REQUIRE(runUntil(io, [&] {
+      rx.pump();
+      shipper->kick();
+      return rx.received == uint64_t(n);
+    }));
+  }
+  zmq::context_t ctx;
+  Receiver rx{ctx};
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::unique_ptr<Spool> spool;
+  std::unique_ptr<Shipper> shipper;
+};
+
 }  // namespace
 
 TEST_CASE("shipper: batches are acknowledged and leave the spool", "[shipper]") {
@@ -112,28 +136,15 @@ TEST_CASE("shipper: receiver down, spool fills (bounded), drains in order when i
 }
 
 TEST_CASE("shipper: an unacknowledged batch is resent after the timeout; duplicates are harmless", "[shipper]") {
-  zmq::context_t ctx;
-  Receiver rx(ctx);
-  rx.ack = false;
-  boost::asio::io_context io;
-  ManualClock clock;
-  std::string error;
-  auto spool = Spool::open(":memory:", {}, &error);
-  spoolBatches(*spool, 1);
-  Shipper shipper(io, ctx, clock, *spool, options(rx.endpoint()));
-  REQUIRE(shipper.start(&error));
-  REQUIRE(runUntil(io, [&] {
-    rx.pump();
-    shipper.kick();
-    return rx.received == 1;
-  }));
+  UnackedRig r(1);
+  auto [rx, io, clock, spool, shipper] = std::tie(r.rx, r.io, r.clock, *r.spool, *r.shipper);
   shipper.tick();  // not yet timed out
   rx.ack = true;
   clock.advance(6'000'000'000);
   shipper.tick();
   REQUIRE(runUntil(io, [&] {
     rx.pump();
-    return spool->stats().batches == 0;
+    return spool.stats().batches == 0;
   }));
   CHECK(rx.received == 2);
   CHECK(rx.duplicates == 1);
@@ -270,4 +281,70 @@ TEST_CASE("shipper: compression zstd sends batch+zstd, the receiver inflates it,
   }));
   CHECK(rx.types.count("heartbeat") == 1);
   shipper.stop();
+}
+
+TEST_CASE("shipper: a slow receiver gets one batch again per timeout, not every batch", "[shipper]") {
+  UnackedRig r(8);  // the receiver sits on 8 batches
+  auto [rx, io, clock, spool, shipper] = std::tie(r.rx, r.io, r.clock, *r.spool, *r.shipper);
+  CHECK(shipper.ackTimeoutNs() == 5'000'000'000);
+  clock.advance(6'000'000'000);
+  shipper.tick();
+  CHECK(shipper.stats().timed_out == 8);
+  CHECK(shipper.stats().resent == 1);  // a fixed timeout sent all 8 again here
+  CHECK(shipper.ackTimeoutNs() == 10'000'000'000);
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    return rx.received == 9;
+  }));
+  CHECK(rx.order.back() == 1);
+  clock.advance(9'000'000'000);  // 15 s: the others' backed-off timeout is not over yet
+  shipper.tick();
+  CHECK(shipper.stats().resent == 1);
+  clock.advance(2'000'000'000);  // 17 s: it is; again only the oldest
+  shipper.tick();
+  CHECK(shipper.stats().resent == 2);
+  CHECK(shipper.ackTimeoutNs() == 20'000'000'000);
+  rx.ack = true;  // it catches up: the last resend is acked and every other batch goes again in turn
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    clock.advance(1'000'000'000);
+    shipper.tick();
+    return spool.stats().batches == 0;
+  }, std::chrono::seconds(30)));
+  CHECK(rx.batches.size() == 8);
+  CHECK(shipper.stats().acked == 8);
+  CHECK(shipper.stats().disconnects == 0);
+}
+
+TEST_CASE("shipper: batches out when the receiver dies go again as soon as it is back, without a timeout",
+          "[shipper]") {
+  zmq::context_t ctx;
+  boost::asio::io_context io;
+  ManualClock clock;
+  std::string error;
+  auto spool = Spool::open(":memory:", {}, &error);
+  spoolBatches(*spool, 8);
+  auto rx = std::make_unique<Receiver>(ctx);
+  const std::string endpoint = rx->endpoint();
+  rx->ack = false;
+  Shipper shipper(io, ctx, clock, *spool, options(endpoint));
+  REQUIRE(shipper.start(&error));
+  REQUIRE(runUntil(io, [&] {
+    rx->pump();
+    shipper.kick();
+    return rx->received == 8;
+  }));
+  rx.reset();  // dies with 8 batches it never stored
+  REQUIRE(runUntil(io, [&] { return shipper.stats().disconnects == 1; }));
+  CHECK(shipper.stats().resent == 8);
+  rx = std::make_unique<Receiver>(ctx, endpoint);
+  // The clock never moves: only the disconnect can have sent them again.
+  REQUIRE(runUntil(io, [&] {
+    rx->pump();
+    return spool->stats().batches == 0;
+  }, std::chrono::seconds(30)));
+  INFO("sent " << shipper.stats().sent << " resent " << shipper.stats().resent << " in flight " << shipper.inFlight());
+  CHECK(rx->batches.size() == 8);
+  CHECK(shipper.stats().timed_out == 0);
+  CHECK(shipper.stats().acked == 8);
 }
