@@ -34,7 +34,9 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-fuzz: build
+# Only the fuzz sub-build is built (the clang-built targets), not the rest of the project.
+fuzz: configure
+	cmake --build $(BUILD) -j$(JOBS) --target faultline_fuzzers
 	cd $(BUILD) && FAULTLINE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest -L fuzz -j$(JOBS) --output-on-failure \
 		--timeout $$(( $(FUZZ_SECONDS) + 600 )) -V > fuzz.log 2>&1; rc=$$?; \
 		grep -E '^[0-9]+: (fuzz_|fuzz:|==)|tests passed|Failed' fuzz.log; exit $$rc
@@ -50,7 +52,7 @@ test-asan: deps
 		ctest --output-on-failure -j$(JOBS) -R '^aggregator_test:' -LE no-sanitizer
 
 # `make chaos`: the long chaos run (tests/chaos/chaos_driver.cpp): agents, a site relay and a central
-# SIGKILLed (>= CHAOS_KILLS kills in all), links cut, a spool filled, a clock stepped, the journal
+# SIGKILLed (>= CHAOS_KILLS kills in all), links cut, a spool filled, clocks stepped, the journal
 # rotated and vacuumed, and one agent flooded at 100,000 lines/s for a minute; prints its table.
 CHAOS_SEED ?= 1
 CHAOS_KILLS ?= 200
@@ -58,7 +60,7 @@ CHAOS_SECONDS ?= 180
 chaos: build
 	$(BUILD)/tests/chaos/chaos_driver --seed $(CHAOS_SEED) --seconds $(CHAOS_SECONDS) --min-kills $(CHAOS_KILLS) \
 		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300 --disk-restarts true \
-		--site-clock-steps true
+		--site-clock-steps true --central-clock-steps true
 
 package: build
 	cd $(BUILD) && cpack -G DEB

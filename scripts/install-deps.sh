@@ -8,7 +8,7 @@ PACKAGES=(
   libboost-dev libboost-system-dev libboost-program-options-dev
   capnproto libcapnp-dev
   libsystemd-dev systemd-journal-remote
-  libfaketime
+  libfaketime nftables
   libzmq3-dev cppzmq-dev
   libssl-dev openssl
   libsqlite3-dev sqlite3

@@ -8,7 +8,9 @@
 //   verdict  one per node of the journal-only samples: its journal text appended in chunks; the
 //            sample jobs are reported at the end and judged (as tests/aggregator/core/agents_e2e)
 //   kmsg     records from the kmsg samples, renumbered, through a FIFO standing in for /dev/kmsg:
-//            each agent start replays the whole "ring buffer" (as the device does on open)
+//            each agent start replays the whole "ring buffer" (as the device does on open); the
+//            numbering skips sequence numbers now and then, as a ring-buffer overrun does, and the
+//            agent's reported `lost` must equal the numbers skipped, across all its restarts
 //   fm       Fabric Manager logs, repeated; its agent runs under libfaketime and gets wall-clock
 //            steps forward and back
 //   journal  binary journal files (systemd-journal-remote) in a directory: each chunk a new file
@@ -19,8 +21,11 @@
 //   flood    (--flood-seconds) Fabric Manager lines at --flood-rate lines/s, one in 1000 a symptom
 //
 // Faults: SIGKILL of an agent / the site / the central (restarted on the same endpoint after a
-// random delay), SIGSTOP..SIGCONT of the site or the central (a link cut: TCP stays up, nothing
-// moves, acks time out), spool full, clock steps, journal rotate and vacuum. The schedule and the
+// random delay), link cuts of the site or the central: SIGSTOP..SIGCONT (TCP stays up, nothing
+// moves, acks time out) or, where nft works (root, CAP_NET_ADMIN), every packet to and from its
+// ingest port on loopback dropped for a while (an own nft table, removed at the end); spool full,
+// clock steps (libfaketime: the fm agent, with --site-clock-steps / --central-clock-steps the
+// aggregators too), journal rotate and vacuum. The schedule and the
 // data come from --seed; the moments are paced with the steady clock. All waits poll with
 // deadlines. Exit status 0 only when nothing was lost or doubled and every verdict matched.
 #include <fcntl.h>
@@ -80,6 +85,7 @@ struct Options {
   std::string keep;           // work directory kept here (else a temp dir, removed)
   bool disk_restarts = false;  // the disk lane's agent is also killed while its disk is full
   bool site_clock_steps = false;  // the site aggregator runs under libfaketime too
+  bool central_clock_steps = false;  // the central aggregator too
 };
 
 using testing::readFile;
@@ -119,6 +125,10 @@ struct Proc {
   Steady::time_point restart_at{}, cont_at{};
   uint64_t peak_kb = 0;
   int starts = 0, crashes = 0, exits = 0;  // ended on their own: by a signal, with a status
+  // packet-drop link cut: the nft chain holding its drop rules, while they are in place
+  std::string nft_chain;
+  bool dropped = false;
+  Steady::time_point undrop_at{};
 
   void sampleRss() {
     if (pid <= 0) return;
@@ -293,6 +303,7 @@ class Chaos {
   }
   ~Chaos() {
     for (auto& p : procs_) p->signal(SIGKILL);
+    if (nft_ok_) runCommand("nft delete table inet " + nft_table_ + " 2>&1", 4096);
     if (disk_mounted_) runCommand("umount " + file("disk") + " 2>&1", 4096);
     if (opt_.keep.empty()) fs::remove_all(dir_);
   }
@@ -324,6 +335,8 @@ class Chaos {
   void setUpDiskLane();
   Lane fabricManagerLane(const std::string& kind);
   void fillDisk(bool fill);
+  void setUpPacketDrops();
+  void dropPackets(Proc& p, bool drop);
   Proc& addAgent(Lane& lane, std::vector<std::string> sources, uint64_t spool_max = 0);
 
   void feed(double fraction);
@@ -352,6 +365,11 @@ class Chaos {
   std::string kmsg_ring_, kmsg_pending_;
   int kmsg_fd_ = -1;
   Lane* kmsg_lane_ = nullptr;
+  uint64_t kmsg_skipped_ = 0;  // sequence numbers the kmsg lane's numbering skipped (overruns)
+  uint64_t kmsg_lost_ = UINT64_MAX;  // what the kmsg agent reports lost (heartbeat, at the site)
+  // packet drops: nft usable, this run's table
+  bool nft_ok_ = false;
+  std::string nft_table_;
   Lane* journal_lane_ = nullptr;
   Lane* spool_lane_ = nullptr;
   Lane* flood_lane_ = nullptr;
@@ -396,6 +414,11 @@ void Chaos::setUpAggregators() {
                     file("central-port"), "--rules", kSource + "/rules", "--tick", "0.05", "--ingest-endpoint",
                     "tcp://127.0.0.1:*", "--ingest-endpoint-file", file("central-ingest"), "--curve-secret-key",
                     file("central/central.key"), "--allow-dir", file("central.d")};
+  if (opt_.central_clock_steps && fs::exists(kFaketime)) {
+    std::ofstream(file("central-faketime")) << "+0\n";
+    central_->env = {"LD_PRELOAD=" + kFaketime, "FAKETIME_TIMESTAMP_FILE=" + file("central-faketime"),
+                     "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+  }
   if (!central_->start()) throw std::runtime_error("central does not start");
   if (!testing::pollUntil([&] { return !trimmed(slurp(file("central-ingest"))).empty(); }, std::chrono::seconds(20)))
     throw std::runtime_error("central: no ingest endpoint\n" + tail(central_->log));
@@ -528,6 +551,13 @@ void Chaos::setUpKmsgLane() {
   for (int rep = 0; rep < 30; ++rep) {
     std::string chunk;
     for (const auto& t : texts) {
+      // An overrun: records overwritten before the reader got them (never the first: a gap
+      // shows only after a record).
+      if (seq > 1 && uniform(0, 1) < 0.03) {
+        const uint64_t skip = 1 + pick(40);
+        seq += skip;
+        kmsg_skipped_ += skip;
+      }
       auto bar = t.find('|');
       chunk += t.substr(0, bar) + "," + std::to_string(seq) + "," + std::to_string(seq * 1000) + ",-;" + t.substr(bar + 1) + "\n";
       ++seq;
@@ -701,6 +731,40 @@ void Chaos::fillDisk(bool fill) {
   ::close(fd);
 }
 
+// Link cuts by dropping packets on loopback, where nft works (root with CAP_NET_ADMIN; a CI
+// container may lack it: then link cuts are SIGSTOPs only and the run says so). A table of this
+// run's own with a base chain per aggregator on the input hook, which every loopback packet
+// passes: a cut drops what goes to and comes from that aggregator's ingest port (the agents' links
+// to the site, the site's relay link to the central); TCP stays up and retransmits.
+void Chaos::setUpPacketDrops() {
+  nft_table_ = "faultline_chaos_" + std::to_string(::getpid());
+  std::string cmd = "nft add table inet " + nft_table_;
+  for (const char* chain : {"site", "central"})
+    cmd += " && nft add chain inet " + nft_table_ + " " + chain +
+           " '{ type filter hook input priority 0; policy accept; }'";
+  auto r = runCommand(cmd + " 2>&1", 4096);
+  if (r.status != 0) {
+    std::printf("chaos: link cuts by SIGSTOP only: nft does not work here (%s)\n", trimmed(r.out).c_str());
+    runCommand("nft delete table inet " + nft_table_ + " >/dev/null 2>&1", 4096);
+    return;
+  }
+  nft_ok_ = true;
+  site_->nft_chain = "site";
+  central_->nft_chain = "central";
+}
+
+void Chaos::dropPackets(Proc& p, bool drop) {
+  const std::string& endpoint = &p == site_ ? site_->args[14] : central_->args[12];
+  const std::string port = endpoint.substr(endpoint.rfind(':') + 1);
+  const std::string at = "inet " + nft_table_ + " " + p.nft_chain;
+  auto r = runCommand(drop ? "nft add rule " + at + " tcp dport " + port + " drop && nft add rule " + at + " tcp sport " +
+                                 port + " drop 2>&1"
+                           : "nft flush chain " + at + " 2>&1",
+                      4096);
+  if (r.status != 0) throw std::runtime_error("nft failed: " + trimmed(r.out));
+  p.dropped = drop;
+}
+
 void Chaos::setUpFloodLane() {
   Lane lane;
   lane.kind = "flood";
@@ -823,9 +887,17 @@ void Chaos::injectFault() {
     ++kills_;
     ++table_.faults[p == site_ ? "SIGKILL site" : "SIGKILL central"];
   } else if (r < 0.87) {
-    // A link cut: the process stops (its TCP connections stay up, nothing moves, acks time out).
+    // A link cut: the process stops (its TCP connections stay up, nothing moves, acks time out),
+    // or (an aggregator, where nft works, half the time) its port drops every packet.
     Proc* p = r < 0.81 ? site_ : r < 0.84 ? central_ : lanes_[pick(lanes_.size())].agent;
     if (!up(p)) return;
+    if (nft_ok_ && !p->nft_chain.empty() && uniform(0, 1) < 0.5) {
+      if (p->dropped) return;
+      dropPackets(*p, true);
+      p->undrop_at = later(300, 4000);
+      ++table_.faults[p == site_ ? "link cut site (packets dropped)" : "link cut central (packets dropped)"];
+      return;
+    }
     p->signal(SIGSTOP);
     p->stopped = true;
     p->cont_at = later(300, 2500);
@@ -833,12 +905,16 @@ void Chaos::injectFault() {
   } else if (r < 0.92) {
     if (!fm_agent_) return;
     // libfaketime re-reads the file on every clock call: the step takes effect at once. With
-    // --site-clock-steps the site's clock is stepped too (not by -1000 d: its retention would prune).
+    // --site-clock-steps / --central-clock-steps an aggregator's clock is stepped too (not by
+    // -1000 d: its retention would prune).
     static const char* steps[] = {"+2h", "-2h", "+1d", "-1d", "+0", "-1000d"};
-    const bool site = opt_.site_clock_steps && uniform(0, 1) < 0.5;
-    const char* step = steps[pick(site ? 5 : 6)];
-    std::ofstream(file(site ? "site-faketime" : "fm-faketime")) << step << "\n";
-    ++table_.faults[std::string(step[0] == '-' ? "clock step back" : "clock step forward") + (site ? " (site)" : " (agent)")];
+    std::vector<std::string> who{"agent"};
+    if (opt_.site_clock_steps) who.push_back("site");
+    if (!central_->env.empty()) who.push_back("central");
+    const std::string& w = who[pick(who.size())];
+    const char* step = steps[pick(w == "agent" ? 6 : 5)];
+    std::ofstream(file(w == "agent" ? "fm-faketime" : w + "-faketime")) << step << "\n";
+    ++table_.faults[std::string(step[0] == '-' ? "clock step back" : "clock step forward") + " (" + w + ")"];
   } else if (r < 0.96) {
     // disk full: the disk lane's spool cannot grow until the filler goes again
     if (!disk_lane_ || disk_full_) return;
@@ -882,6 +958,7 @@ void Chaos::tickProcesses() {
       p->signal(SIGCONT);
       p->stopped = false;
     }
+    if (p->dropped && now >= p->undrop_at) dropPackets(*p, false);
     if (p->restart_pending && now >= p->restart_at) p->start();
   }
 }
@@ -919,6 +996,18 @@ bool Chaos::converged(std::string* diff) {
   spool_lost_ = spool_want > spool_stored ? spool_want - spool_stored : 0;
   if (spool_dropped_ == UINT64_MAX || unsent == UINT64_MAX) out += "spool lane: its spool could not be read\n";
   else if (unsent != 0) out += "spool lane: " + std::to_string(unsent) + " batches not yet acknowledged\n";
+  // The kmsg agent's lost count (its heartbeat, at the site) is exactly the sequence numbers the
+  // ring skipped: kept in its checkpoint, it neither forgets a gap nor counts one twice across
+  // restarts.
+  kmsg_lost_ = UINT64_MAX;
+  if (auto store = openStore(file("site.db")))
+    for (const auto& a : store->agents())
+      if (a.agent_id == kmsg_lane_->host)
+        for (const auto& src : a.sources)
+          if (src.source == "kmsg") kmsg_lost_ = src.lost;
+  if (kmsg_lost_ != kmsg_skipped_)
+    out += "kmsg lane: the agent reports " + (kmsg_lost_ == UINT64_MAX ? std::string("nothing") : std::to_string(kmsg_lost_)) +
+           " lost, the ring skipped " + std::to_string(kmsg_skipped_) + "\n";
   if (canary_from_ns_ == 0 || canary != 20) out += "spool lane: " + std::to_string(canary) + " of its last 20 lines stored\n";
   if (canary_from_ns_ == 0 && unsent == 0 && spool_lane_->agent->pid > 0) {
     canary_from_ns_ = spool_t_ * 1'000'000'000;
@@ -1031,6 +1120,9 @@ void Chaos::printTable(bool counts_ok, bool verdicts_ok, const std::string& diff
   std::printf("\nspool lane: %" PRIu64 " lost to the full spool, %" PRIu64 " counted as dropped by the agent (%" PRIu64
               " of them dropped while in flight and delivered)",
               spool_lost_, spool_dropped_, spool_dropped_ >= spool_lost_ ? spool_dropped_ - spool_lost_ : 0);
+  std::printf("\nkmsg lane: %" PRIu64 " sequence numbers skipped (ring overruns), the agent reports %s lost",
+              kmsg_skipped_, kmsg_lost_ == UINT64_MAX ? "nothing" : std::to_string(kmsg_lost_).c_str());
+  std::printf("\nlink cuts: %s", nft_ok_ ? "SIGSTOP, and packets dropped on loopback (nft)" : "SIGSTOP only (no nft)");
   std::printf("\nsymptoms: %s\n", counts_ok ? "0 lost, 0 doubled (site and central, per node and rule; spool lane: losses all counted)" : "MISMATCH");
   if (!counts_ok) std::printf("%s", diff.c_str());
   size_t failed = 0;
@@ -1130,6 +1222,7 @@ int Chaos::run() {
       }
     }
   startSite();
+  setUpPacketDrops();
   for (auto& l : lanes_)
     if (!l.agent->start()) throw std::runtime_error("cannot start " + l.agent->name);
   // The faults begin once every agent runs (its heartbeat at the site): starting 27 agents on a
@@ -1188,10 +1281,12 @@ int Chaos::run() {
       p->signal(SIGCONT);
       p->stopped = false;
     }
+    if (p->dropped) dropPackets(*p, false);
     if (p->pid <= 0) p->start();
   }
   if (fm_agent_) std::ofstream(file("fm-faketime")) << "+0\n";
   if (opt_.site_clock_steps && fm_agent_) std::ofstream(file("site-faketime")) << "+0\n";
+  if (!central_->env.empty()) std::ofstream(file("central-faketime")) << "+0\n";
   if (disk_full_) fillDisk(false);
   disk_full_ = false;
   feed(1.0);
@@ -1276,6 +1371,7 @@ int main(int argc, char** argv) {
     else if (k == "--keep") o.keep = v;
     else if (k == "--disk-restarts") o.disk_restarts = v == "1" || v == "true";
     else if (k == "--site-clock-steps") o.site_clock_steps = v == "1" || v == "true";
+    else if (k == "--central-clock-steps") o.central_clock_steps = v == "1" || v == "true";
     else {
       std::fprintf(stderr, "chaos_driver: unknown option %s\n", k.c_str());
       return 2;
