@@ -298,36 +298,45 @@ const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<i
   constexpr size_t kUnverified = std::string_view::npos;
   struct Candidate {
     size_t rule;
-    size_t at;  // where its table's regex matched it (then it matches), or kUnverified
+    size_t at;      // where its table's regex matched it (then it matches), or kUnverified
+    size_t groups;  // then: that match's groups, from table_groups[groups]
   };
   const auto& rs = rules_->rules;
   const re2::StringPiece input(text.data(), text.size());
   thread_local std::vector<Candidate> candidates;
   thread_local std::vector<int> matched;
   thread_local std::vector<re2::StringPiece> groups;
+  thread_local std::vector<re2::StringPiece> table_groups;  // every table match's groups, one after another
   candidates.clear();
+  table_groups.clear();
   for (int h : hits) {
     if (h < 0 || static_cast<size_t>(h) >= by_literal_.size()) continue;
     for (size_t t : tables_of_literal_[h]) {
       const Table& tab = *tables_[t];
       const RE2* re = tableRegexOf(t);
       if (!re) {  // no table regex: each rule's own
-        for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified});
+        for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified, 0});
         continue;
       }
-      // Every position the table's regex matches at (a record rarely holds two heads).
-      groups.assign(static_cast<size_t>(tab.group) + 1, {});
+      // Every position the table's regex matches at (a record rarely holds two heads: whether
+      // there is another is asked of the DFA alone), with all its groups.
+      const size_t n = static_cast<size_t>(re->NumberOfCapturingGroups()) + 1;
       size_t pos = 0;
-      while (pos <= text.size() &&
-             re->Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) {
-        const size_t at = static_cast<size_t>(groups[0].data() - text.data());
-        const auto& code = groups[static_cast<size_t>(tab.group)];
+      while (pos <= text.size() && (pos == 0 || re->Match(input, pos, text.size(), RE2::UNANCHORED, nullptr, 0))) {
+        const size_t first = table_groups.size();
+        table_groups.resize(first + n);
+        if (!re->Match(input, pos, text.size(), RE2::UNANCHORED, &table_groups[first], static_cast<int>(n))) {
+          table_groups.resize(first);
+          break;
+        }
+        const size_t at = static_cast<size_t>(table_groups[first].data() - text.data());
+        const auto code = table_groups[first + static_cast<size_t>(tab.group)];
         const auto it = code.data() ? tab.rules_of_value.find(std::string_view(code.data(), code.size()))
                                     : tab.rules_of_value.end();
         if (it != tab.rules_of_value.end()) {
-          for (size_t idx : it->second) candidates.push_back({idx, at});
+          for (size_t idx : it->second) candidates.push_back({idx, at, first});
         } else {  // the code's group took no part: let each rule's own regex say
-          for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified});
+          for (size_t idx : tab.rules) candidates.push_back({idx, kUnverified, 0});
         }
         pos = at + 1;
       }
@@ -338,9 +347,9 @@ const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<i
     matched.clear();
     if (const PatternSet* ps = setOf(static_cast<size_t>(h));
         ps && (ps->set.Match(input, &matched, &info) || info.kind == RE2::Set::kNoError)) {
-      for (int m : matched) candidates.push_back({owners[static_cast<size_t>(m)], kUnverified});  // only rules that match
+      for (int m : matched) candidates.push_back({owners[static_cast<size_t>(m)], kUnverified, 0});  // only rules that match
     } else {
-      for (size_t idx : owners) candidates.push_back({idx, kUnverified});
+      for (size_t idx : owners) candidates.push_back({idx, kUnverified, 0});
     }
   }
   // Evaluation order; a rule's leftmost table match first.
@@ -353,32 +362,26 @@ const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<i
   for (const auto& c : candidates) {
     const Rule& r = rs[c.rule];
     if (!r.appliesTo(kind)) continue;
-    const RE2* compiled = nullptr;
-    RE2::Anchor anchor = RE2::UNANCHORED;
-    size_t from = 0;
-    if (c.at != kUnverified) {
-      if (!captures) return &r;
-      compiled = tableRegexOf(static_cast<size_t>(table_of_rule_[c.rule]));
-      anchor = RE2::ANCHOR_START;  // the same match again, all its groups this time
-      from = c.at;
-    } else {
-      compiled = regexOf(c.rule);
-    }
+    const RE2* compiled = c.at != kUnverified ? tableRegexOf(static_cast<size_t>(table_of_rule_[c.rule])) : regexOf(c.rule);
     if (!compiled) continue;  // a pattern RE2 refuses (the loader reports those) matches nothing
     const RE2& re = *compiled;
     if (!captures) {
-      if (RE2::PartialMatch(input, re)) return &r;
+      if (c.at != kUnverified || RE2::PartialMatch(input, re)) return &r;
       continue;
     }
-    const int n = re.NumberOfCapturingGroups();
-    groups.assign(static_cast<size_t>(n) + 1, {});
-    if (!re.Match(input, from, input.size(), anchor, groups.data(), n + 1)) continue;
+    const re2::StringPiece* g = nullptr;
+    if (c.at != kUnverified) {
+      g = &table_groups[c.groups];  // the table's match is this rule's own
+    } else {
+      groups.assign(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1, {});
+      if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) continue;
+      g = groups.data();
+    }
     captures->clear();
     // By index, not by NamedCapturingGroups(): a name may recur in several alternatives of one
     // pattern, and that map knows only its first group. The participating group gives the value.
     for (const auto& [gi, name] : re.CapturingGroupNames())
-      if (groups[static_cast<size_t>(gi)].data() != nullptr)
-        captures->emplace(name, std::string(groups[static_cast<size_t>(gi)].data(), groups[static_cast<size_t>(gi)].size()));
+      if (g[gi].data() != nullptr) captures->emplace(name, std::string(g[gi].data(), g[gi].size()));
     return &r;
   }
   return nullptr;

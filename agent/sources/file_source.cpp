@@ -166,8 +166,10 @@ void FileSource::armInotify() {
     inotify_.assign(fd, ec);
     if (ec) return;
   }
+  inotify_waiting_ = true;
   inotify_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                       [this](const boost::system::error_code& ec) {
+                        inotify_waiting_ = false;
                         if (ec || stopped_) return;
                         if (options_.read_delay_ms <= 0) {
                           onInotify();
@@ -175,20 +177,52 @@ void FileSource::armInotify() {
                         }
                         // Not re-armed until the delay is over: the writes meanwhile cost no
                         // wakeup (the kernel queues and merges their events).
-                        delay_timer_.expires_after(std::chrono::milliseconds(options_.read_delay_ms));
-                        delay_timer_.async_wait([this](const boost::system::error_code& e) {
-                          if (e || stopped_) return;
-                          onInotify();
-                        });
+                        armDelay();
                       });
 }
 
-void FileSource::onInotify() {
+void FileSource::drainInotify() {
   // Any event in the directory means "look again"; which file is decided by stat, not by the
-  // event.
+  // event. Events after this are still queued, so none is lost.
+  if (!inotify_.is_open()) return;
   while (::read(inotify_.native_handle(), inotify_buf_, sizeof inotify_buf_) > 0) {
   }
+}
+
+void FileSource::onInotify() {
+  drainInotify();
   onWake();
+  armInotify();
+}
+
+void FileSource::armDelay() {
+  delay_timer_.expires_after(std::chrono::milliseconds(options_.read_delay_ms));
+  delay_timer_.async_wait([this](const boost::system::error_code& e) {
+    if (e || stopped_) return;
+    onDelay();
+  });
+}
+
+void FileSource::onDelay() {
+  // While a writer keeps appending, the next read is simply due a delay later: one timer wakeup
+  // per read. The inotify queue is left as it is meanwhile: the kernel merges a file's repeated
+  // modify events into the one queued, so the writes cost no wakeup either.
+  const uint64_t before = bytes_read_;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pollFile(/*quick=*/pass == 0)) {  // more than a slice: go on at once
+      boost::asio::post(io_, [this] {
+        if (!stopped_) onDelay();
+      });
+      return;
+    }
+    if (bytes_read_ != before) {
+      armDelay();
+      return;
+    }
+    // Nothing new (and rotation, truncation checked): back to waiting for inotify. Its queue is
+    // emptied first and the file read once more after that, so a write in between is not missed.
+    if (pass == 0) drainInotify();
+  }
   armInotify();
 }
 
@@ -221,8 +255,10 @@ size_t FileSource::readSome(size_t budget) {
     }
     if (n == 0) break;
     file_.offset += static_cast<uint64_t>(n);
+    bytes_read_ += static_cast<uint64_t>(n);
     total += static_cast<size_t>(n);
     feedLines(std::string_view(buf, static_cast<size_t>(n)));
+    if (static_cast<size_t>(n) < sizeof buf) break;  // the end, as of now: no second read to learn it
   }
   return total;
 }
@@ -303,7 +339,9 @@ void FileSource::useLiterals(std::shared_ptr<const common::LiteralScanner> liter
   options_.parse.literals = std::move(literals);  // the next parser (made at every flush) uses them
 }
 
-bool FileSource::poll() {
+bool FileSource::poll() { return pollFile(/*quick=*/false); }
+
+bool FileSource::pollFile(bool quick) {
   if (file_.fd < 0) {
     struct stat st{};
     if (::stat(options_.path.c_str(), &st) != 0) return false;
@@ -313,6 +351,7 @@ bool FileSource::poll() {
   if (!parser_) return false;
   size_t n = readSome(options_.max_bytes_per_slice);
   if (n >= options_.max_bytes_per_slice) return true;
+  if (quick && n > 0) return false;  // another read follows: that one checks when it finds nothing
   // At EOF of the open file: has the path moved on to another file, or been truncated?
   struct stat st{};
   if (::stat(options_.path.c_str(), &st) != 0) return false;  // renamed away, not yet recreated

@@ -34,6 +34,8 @@ struct FileOptions {
   // After an inotify event, wait this long before reading, so a writer's many small appends are
   // read in one wakeup instead of one each (the agent's CPU is mostly per-wakeup cost at
   // 1,000 lines/s). 0: read at once. Symptoms wait seconds in the aggregation window anyway.
+  // While reads keep finding new bytes, the next is due this long after the last, on the timer
+  // alone (no inotify wakeups); a read that finds nothing goes back to waiting for inotify.
   int read_delay_ms = 0;
 };
 
@@ -54,6 +56,8 @@ class FileSource final : public Source {
   std::string checkpoint() const override;
   SourceHealth health() const override;
   void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) override;
+  // Waiting for inotify, no read due (a writer stopped; for tests).
+  bool idle() const { return inotify_waiting_; }
 
  private:
   struct Open {
@@ -69,8 +73,14 @@ class FileSource final : public Source {
   void endOfFile();  // the open file is final: flush its partial line and the parser
   void makeParser();
   void ensureParser();  // detects the format from the head when needed
+  // poll(); `quick`: after reading some bytes, skip the rotation and truncation checks (a
+  // caller that reads again soon does them once a read finds nothing).
+  bool pollFile(bool quick);
   void armInotify();
+  void drainInotify();
   void onInotify();
+  void armDelay();
+  void onDelay();
   void armTimer();
   void onWake();
 
@@ -90,6 +100,8 @@ class FileSource final : public Source {
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer delay_timer_;
   char inotify_buf_[4096];
+  uint64_t bytes_read_ = 0;  // from any file, ever
+  bool inotify_waiting_ = false;
   bool stopped_ = true;
 };
 

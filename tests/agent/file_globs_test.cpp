@@ -3,6 +3,7 @@
 // twice.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 
 #include "agent/agent.h"
 #include "agent/sources/file_source.h"
@@ -20,6 +21,20 @@ const char* kNcclWarn =
     "remoteGids::ffff:10.1.2.3";
 
 void appendLine(const std::string& path, const std::string& line) { std::ofstream(path, std::ios::app) << line << "\n"; }
+
+// A file source on `path` (inotify only, reads `delay_ms` after a change) counting its records
+// into *records, started and past its first look at the file.
+std::unique_ptr<FileSource> startDelayed(boost::asio::io_context& io, const std::string& path, int delay_ms,
+                                         uint64_t* records) {
+  FileOptions o;
+  o.path = path;
+  o.fallback_poll_ms = 0;
+  o.read_delay_ms = delay_ms;
+  auto src = std::make_unique<FileSource>(io, o);
+  src->start("", [records](common::LogRecord&&, common::SourceKind) { ++*records; });
+  REQUIRE(runUntil(io, [&] { return src->checkpoint().size() > 0; }));
+  return src;
+}
 
 }  // namespace
 
@@ -114,23 +129,52 @@ TEST_CASE("file source: with a read delay, many appends are read in one wakeup, 
   std::string path = dir.file("app.log");
   appendLine(path, "start");
   boost::asio::io_context io;
-  FileOptions o;
-  o.path = path;
-  o.fallback_poll_ms = 0;
-  o.read_delay_ms = 50;
-  FileSource src(io, o);
   uint64_t records = 0;
-  src.start("", [&](common::LogRecord&&, common::SourceKind) { ++records; });
-  REQUIRE(runUntil(io, [&] { return src.checkpoint().size() > 0; }));
+  auto src = startDelayed(io, path, 50, &records);
   for (int i = 0; i < 200; ++i) appendLine(path, kNcclWarn);
   REQUIRE(runUntil(io, [&] {
-    src.flush();
+    src->flush();
     return records == 200;
   }));
   appendLine(path, kNcclWarn);
   REQUIRE(runUntil(io, [&] {
-    src.flush();
+    src->flush();
     return records == 201;
   }));
-  src.stop();
+  src->stop();
+}
+
+TEST_CASE("file source: with a read delay, a steady writer is read on the timer; a rotation meanwhile and a later write are not lost",
+          "[file_globs]") {
+  TempDir dir;
+  std::string path = dir.file("app.log");
+  appendLine(path, "start");
+  boost::asio::io_context io;
+  uint64_t records = 0, written = 0;
+  auto src = startDelayed(io, path, 20, &records);
+  // The writer appends at every turn of the loop, so each read finds new lines (the timer path).
+  REQUIRE(runUntil(io, [&] {
+    appendLine(path, kNcclWarn);
+    ++written;
+    return records >= 100;
+  }));
+  // logrotate while lines keep coming: the old file gets its last lines, then a new file starts.
+  REQUIRE(::rename(path.c_str(), (path + ".1").c_str()) == 0);
+  for (int i = 0; i < 3; ++i, ++written) appendLine(path + ".1", kNcclWarn);
+  for (int i = 0; i < 5; ++i, ++written) appendLine(path, kNcclWarn);
+  REQUIRE(runUntil(io, [&] {
+    src->flush();
+    return records == written;
+  }));
+  // The writer stops: the next read finds nothing and the source waits for inotify again; one
+  // more line wakes it.
+  REQUIRE(runUntil(io, [&] { return src->idle(); }));
+  appendLine(path, kNcclWarn);
+  ++written;
+  REQUIRE(runUntil(io, [&] {
+    src->flush();
+    return records == written;
+  }));
+  CHECK(src->health().status == "ok");
+  src->stop();
 }
