@@ -57,7 +57,8 @@ test-asan: deps
 CHAOS_SEED ?= 1
 CHAOS_KILLS ?= 200
 CHAOS_SECONDS ?= 180
-chaos: build
+chaos: configure
+	cmake --build $(BUILD) -j$(JOBS) --target chaos_driver
 	$(BUILD)/tests/chaos/chaos_driver --seed $(CHAOS_SEED) --seconds $(CHAOS_SECONDS) --min-kills $(CHAOS_KILLS) \
 		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300 --disk-restarts true \
 		--site-clock-steps true --central-clock-steps true
