@@ -177,7 +177,7 @@ void FileSource::armInotify() {
                         }
                         // Not re-armed until the delay is over: the writes meanwhile cost no
                         // wakeup (the kernel queues and merges their events).
-                        armDelay();
+                        armDelay(options_.read_delay_ms);
                       });
 }
 
@@ -195,8 +195,8 @@ void FileSource::onInotify() {
   armInotify();
 }
 
-void FileSource::armDelay() {
-  delay_timer_.expires_after(std::chrono::milliseconds(options_.read_delay_ms));
+void FileSource::armDelay(int ms) {
+  delay_timer_.expires_after(std::chrono::milliseconds(ms));
   delay_timer_.async_wait([this](const boost::system::error_code& e) {
     if (e || stopped_) return;
     onDelay();
@@ -204,8 +204,8 @@ void FileSource::armDelay() {
 }
 
 void FileSource::onDelay() {
-  // While a writer keeps appending, the next read is simply due a delay later: one timer wakeup
-  // per read. The inotify queue is left as it is meanwhile: the kernel merges a file's repeated
+  // While a writer keeps appending, the next read is simply due steady_read_delay_ms later: one
+  // timer wakeup per read. The inotify queue is left as it is meanwhile: the kernel merges a file's repeated
   // modify events into the one queued, so the writes cost no wakeup either.
   const uint64_t before = bytes_read_;
   for (int pass = 0; pass < 2; ++pass) {
@@ -216,7 +216,7 @@ void FileSource::onDelay() {
       return;
     }
     if (bytes_read_ != before) {
-      armDelay();
+      armDelay(std::max(options_.read_delay_ms, options_.steady_read_delay_ms));
       return;
     }
     // Nothing new (and rotation, truncation checked): back to waiting for inotify. Its queue is
