@@ -133,6 +133,7 @@ Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text) {
     if (s.evidence.size() >= Symptom::kMaxEvidence) break;
     s.evidence.push_back(text(e, "evidence"));
   }
+  checkListSize(b.getFields(), text.limits.max_fields, "fields");
   for (auto f : b.getFields()) s.fields[text(f.getKey(), "field")] = text(f.getValue(), "field");
   s.summary = text(b.getSummary(), "summary");
   s.boot_id = text(b.getBootId(), "bootId");

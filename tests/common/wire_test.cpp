@@ -12,6 +12,7 @@
 
 #include "common/schema/faultline.capnp.h"
 #include "common/protocol.h"
+#include "common/relay_wire.h"
 #include "common/symptom_aggregator.h"
 #include "common/wire.h"
 #include "common/wire_detail.h"
@@ -243,4 +244,28 @@ TEST_CASE("a list of millions of zero-sized entries is refused before it is deco
   std::string reason;
   CHECK_FALSE(decodeBatch(bytes.data(), bytes.size(), &reason));
   CHECK(reason == "too many sources");
+}
+
+TEST_CASE("a symptom with more fields than the bound is refused; the bound itself passes", "[wire][fuzz]") {
+  // Found by fuzz_relay (tests/fuzz/seeds/relay/slow-empty-fields): 589 bytes whose symptom claims
+  // millions of empty fields, each decoded into the map (0.2 s of the ingest thread at -O2).
+  SymptomBatchData b;
+  b.symptoms = {sample(0)};
+  b.symptoms[0].fields.clear();
+  for (size_t i = 0; i < DecodeLimits{}.max_fields; ++i) b.symptoms[0].fields["f" + std::to_string(i)] = "v";
+  std::string bytes = encodeBatch(b);
+  std::string reason;
+  auto d = decodeBatch(bytes.data(), bytes.size(), &reason);
+  REQUIRE(d);
+  CHECK(d->symptoms.at(0).fields.size() == DecodeLimits{}.max_fields);
+  b.symptoms[0].fields["one-more"] = "v";
+  bytes = encodeBatch(b);
+  CHECK_FALSE(decodeBatch(bytes.data(), bytes.size(), &reason));
+  CHECK(reason == "too many fields");
+
+  std::ifstream in(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/relay/slow-empty-fields", std::ios::binary);
+  std::string relay((std::istreambuf_iterator<char>(in)), {});
+  REQUIRE(relay.size() == 589);
+  CHECK_FALSE(decodeRelayBatch(relay.data(), relay.size(), &reason));
+  CHECK(reason == "too many fields");
 }
