@@ -22,14 +22,16 @@ const char* kNcclWarn =
 
 void appendLine(const std::string& path, const std::string& line) { std::ofstream(path, std::ios::app) << line << "\n"; }
 
-// A file source on `path` (inotify only, reads `delay_ms` after a change) counting its records
-// into *records, started and past its first look at the file.
+// A file source on `path` (inotify only, reads `delay_ms` after a change, and every 2 * delay_ms
+// while a writer keeps appending) counting its records into *records, started and past its first
+// look at the file.
 std::unique_ptr<FileSource> startDelayed(boost::asio::io_context& io, const std::string& path, int delay_ms,
                                          uint64_t* records) {
   FileOptions o;
   o.path = path;
   o.fallback_poll_ms = 0;
   o.read_delay_ms = delay_ms;
+  o.steady_read_delay_ms = 2 * delay_ms;
   auto src = std::make_unique<FileSource>(io, o);
   src->start("", [records](common::LogRecord&&, common::SourceKind) { ++*records; });
   REQUIRE(runUntil(io, [&] { return src->checkpoint().size() > 0; }));
@@ -144,7 +146,7 @@ TEST_CASE("file source: with a read delay, many appends are read in one wakeup, 
   src->stop();
 }
 
-TEST_CASE("file source: with a read delay, a steady writer is read on the timer; a rotation meanwhile and a later write are not lost",
+TEST_CASE("file source: with a read delay, a steady writer is read on the timer, a rotation meanwhile and a later write are not lost",
           "[file_globs]") {
   TempDir dir;
   std::string path = dir.file("app.log");

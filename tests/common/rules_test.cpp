@@ -293,7 +293,7 @@ const Rule* straightforwardMatch(const RuleSet& rs, std::string_view text, Sourc
 }
 }  // namespace
 
-TEST_CASE("the Xid pack is one table; every record gets the rule and captures each rule's own pattern gives", "[rules]") {
+TEST_CASE("the Xid pack is one table: every record gets the rule and captures of a per-rule evaluation", "[rules]") {
   auto loaded = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
   REQUIRE(loaded.rules);
   RuleEngine engine(loaded.rules);
@@ -305,6 +305,7 @@ TEST_CASE("the Xid pack is one table; every record gets the rule and captures ea
   }
   // Two heads in one record, codes that are a prefix of another, a code run into letters, a code
   // without its word boundary, non-ASCII around the head.
+  const size_t examples = texts.size();
   for (const char* extra : {
            "NVRM: Xid (PCI:0000:3b:00): 13, Ch 1 NVRM: Xid (PCI:0000:3c:00): 79, pid=1, name=x, GPU has fallen off the bus.",
            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, NVRM: Xid (PCI:0000:3c:00): 13, Graphics Exception",
@@ -321,8 +322,11 @@ TEST_CASE("the Xid pack is one table; every record gets the rule and captures ea
     texts.push_back(extra);
   size_t won = 0;
   Compiled compiled;
-  for (const auto& text : texts) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto& text = texts[i];
+    // Every example as a kernel record; the odd lines as every kind of record.
     for (auto kind : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kApplication}) {
+      if (i < examples && kind != SourceKind::kKernel) continue;
       std::map<std::string, std::string> want, got;
       const Rule* expect = straightforwardMatch(*loaded.rules, text, kind, &want, &compiled);
       const Rule* r = engine.match(text, kind, &got);
@@ -333,5 +337,5 @@ TEST_CASE("the Xid pack is one table; every record gets the rule and captures ea
       won += r != nullptr;
     }
   }
-  CHECK(won > 3000);
+  CHECK(won > 1000);
 }
