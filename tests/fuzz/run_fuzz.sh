@@ -5,7 +5,8 @@
 # files the globs (relative to SOURCE_DIR) name: the golden fixtures and samples.
 # FAULTLINE_FUZZ_SECONDS unset (ctest, `make test`): a short run (FAULTLINE_FUZZ_SHORT seconds,
 # default 10) over the seeds into a fresh corpus. Set (`make fuzz`): that long, into a corpus kept
-# in WORK_DIR/corpus/<name> across runs. Prints one summary line: inputs tried, seconds, corpus.
+# in WORK_DIR/corpus/<name> across runs. Prints one summary line: inputs tried, seconds, the
+# coverage libFuzzer reached (cov: edges, ft: features), corpus.
 # A crash, leak, timeout or sanitizer report fails the run; the input is saved as
 # WORK_DIR/artifacts/<name>-crash-* (commit it to seeds/<name>/ with the fix).
 set -euo pipefail
@@ -43,7 +44,8 @@ timeout $((secs + 300)) "$bin" -max_total_time="$secs" -timeout=25 -rss_limit_mb
   -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
-echo "fuzz_$name: ${runs:-?} inputs in ${took:-?} s, seeds $(ls "$seeds" | wc -l), corpus $(ls "$corpus" | wc -l), exit $rc"
+cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
+echo "fuzz_$name: ${runs:-?} inputs in ${took:-?} s, ${cov:-cov: ?}, seeds $(ls "$seeds" | wc -l), corpus $(ls "$corpus" | wc -l), exit $rc"
 if [ "$rc" -ne 0 ]; then
   grep -E 'ERROR|SUMMARY|runtime error|==[0-9]+==|Test unit written|fuzz:' "$log" | head -40 || true
   echo "full log: $log"
