@@ -1334,19 +1334,35 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
   sql::Transaction tx(*db_);
   if (!tx.began()) return 0;
   size_t deleted = 0;
+  // One table's step: its oldest eligible rows from the cursor on, in time order, and the cursor
+  // moves to the newest time stamp deleted (rows sharing it may be left for the next step).
+  auto walk = [&](const char* q, int64_t cutoff, int64_t* from) {
+    if (deleted >= max_rows) return;
+    Stmt s(db_->get(), q);
+    s.bind(1, cutoff).bind(2, int64_t(max_rows - deleted)).bind(3, *from);
+    int64_t newest = *from;
+    int rc;
+    while ((rc = s.step()) == sql::kRow) {
+      ++deleted;
+      newest = std::max(newest, s.i64(0));
+    }
+    if (rc == sql::kDone) *from = newest;
+  };
+  walk("DELETE FROM symptoms WHERE id IN (SELECT id FROM symptoms WHERE received_ns >= ?3 AND received_ns < ?1 AND "
+       "(time_known = 0 OR last_ns < ?1) ORDER BY received_ns LIMIT ?2) RETURNING received_ns",
+       cutoff_ns, &prune_cursor_.symptoms);
+  walk("DELETE FROM batches WHERE (agent_id, boot_id, sequence) IN (SELECT agent_id, boot_id, sequence FROM batches "
+       "WHERE received_ns >= ?3 AND received_ns < ?1 ORDER BY received_ns LIMIT ?2) RETURNING received_ns",
+       cutoff_ns, &prune_cursor_.batches);
+  walk("DELETE FROM node_events WHERE id IN (SELECT id FROM node_events WHERE time_ns >= ?3 AND time_ns < ?1 "
+       "ORDER BY time_ns LIMIT ?2) RETURNING time_ns",
+       cutoff_ns, &prune_cursor_.node_events);
   auto run = [&](const char* q, int64_t cutoff) {
     if (deleted >= max_rows) return;
     Stmt s(db_->get(), q);
     s.bind(1, cutoff).bind(2, int64_t(max_rows - deleted));
     if (s.step() == sql::kDone) deleted += static_cast<size_t>(db_->changes());
   };
-  run("DELETE FROM symptoms WHERE id IN (SELECT id FROM symptoms WHERE received_ns < ?1 AND "
-      "(time_known = 0 OR last_ns < ?1) LIMIT ?2)",
-      cutoff_ns);
-  run("DELETE FROM batches WHERE (agent_id, boot_id, sequence) IN (SELECT agent_id, boot_id, sequence FROM batches "
-      "WHERE received_ns < ?1 LIMIT ?2)",
-      cutoff_ns);
-  run("DELETE FROM node_events WHERE id IN (SELECT id FROM node_events WHERE time_ns < ?1 LIMIT ?2)", cutoff_ns);
   if (deleted < max_rows) {
     Stmt old(db_->get(), "SELECT job_id FROM jobs WHERE end_ns > 0 AND end_ns < ? LIMIT ?");
     old.bind(1, job_cutoff_ns).bind(2, int64_t(std::max<size_t>(1, (max_rows - deleted) / 8)));
@@ -1364,7 +1380,11 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
   run("DELETE FROM job_outputs WHERE id IN (SELECT id FROM job_outputs WHERE received_ns < ?1 AND "
       "job_id NOT IN (SELECT job_id FROM jobs) LIMIT ?2)",
       job_cutoff_ns);
-  if (!tx.commit()) return 0;
+  if (!tx.commit()) {
+    prune_cursor_ = {};  // rolled back: the next step looks again from the start
+    return 0;
+  }
+  if (deleted < max_rows) prune_cursor_ = {};  // the pass is over
   return deleted;
 }
 

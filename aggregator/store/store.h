@@ -327,7 +327,10 @@ class Store {
 
   // Deletes at most `max_rows` symptoms/batches/events older than `cutoff_ns` and jobs (with
   // their verdicts) that ended before `job_cutoff_ns`, in one short transaction. Returns the rows
-  // deleted; call again while it returns max_rows so ingest can interleave.
+  // deleted; call again while it returns max_rows so ingest can interleave. Each table is walked
+  // by a cursor on its time index that the steps of one pass share (a pass ends with a step that
+  // deleted fewer than max_rows): a step starts where the last one stopped instead of walking
+  // again over the index entries its predecessors deleted, which PostgreSQL keeps until vacuum.
   size_t pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_rows);
 
   // Site relay, sending side. On: every new verdict revision is queued (in the transaction that
@@ -381,6 +384,10 @@ class Store {
   std::recursive_mutex mu_;
   std::atomic<int> waiters_{0};
   bool in_group_ = false;
+  // Where the running prune pass stands, per table: the next time stamp to look at.
+  struct PruneCursor {
+    int64_t symptoms = INT64_MIN, batches = INT64_MIN, node_events = INT64_MIN;
+  } prune_cursor_;
   bool group_failed_ = false;  // a write inside the group failed: endGroup rolls back
   struct Lock {
     explicit Lock(Store& s) : store(s) {

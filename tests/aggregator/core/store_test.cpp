@@ -281,6 +281,36 @@ TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
   CHECK(c.batches == 1);
 }
 
+TEST_CASE("store: a prune pass walks on from where its last step stopped; the next pass starts over", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  // Received at kT0, kT0 + 1 s, ...: 20 batches of 10, and in batch 3 one symptom stamped 100 s
+  // ahead (a node clock ahead): not old enough for a cutoff before kT0 + 100 s.
+  for (uint64_t seq = 1; seq <= 20; ++seq) {
+    std::vector<common::Symptom> ss;
+    for (int i = 0; i < 10; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0));
+    if (seq == 3) ss.back() = makeSymptom("n1", "ahead", kT0 + 100 * kSec);
+    REQUIRE(store->ingestBatch(makeBatch("n1", seq, ss), "agent-n1").status == IngestResult::Status::kStored);
+    clock.advance(kSec);
+  }
+  // Pass 1: steps of 7 rows split the batches that share a receive time; all but the row ahead go.
+  size_t steps = 0, total = 0;
+  for (size_t n = 7; n == 7; ++steps) {
+    n = store->pruneStep(kT0 + 50 * kSec, 0, 7);
+    CHECK(n <= 7);
+    total += n;
+  }
+  CHECK(steps > 20);
+  CHECK(store->counts().symptoms == 1);
+  CHECK(store->counts().batches == 0);
+  // Pass 2, later: the row left behind the cursor is old enough now and goes.
+  total = 0;
+  for (size_t n = 7; n == 7;) total += n = store->pruneStep(kT0 + 200 * kSec, 0, 7);
+  CHECK(total == 1);
+  CHECK(store->counts().symptoms == 0);
+}
+
 // The child process ingests batches as fast as it can and reports each commit on a pipe; the
 // parent kills it with SIGKILL mid-stream and checks the file: intact, and every batch either
 // wholly present or wholly absent.
