@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace faultline::common {
@@ -49,6 +50,11 @@ struct LogRecord {
   int priority = -1;       // syslog priority 0..7 when known
   std::string text;        // the message; joined continuation lines are separated by '\n'
   uint64_t line = 0;       // 1-based physical line (or record index) of the message's first line
+  // The rule literals the parser's literal search found on the record's line (a one-line record
+  // whose bytes were not rewritten), as numbered by the LiteralScanner whose serial() is
+  // literals_of; 0: not known (the rule engine searches the text itself).
+  uint64_t literals_of = 0;
+  std::vector<int> literal_ids;
 };
 
 }  // namespace faultline::common

@@ -395,7 +395,10 @@ bool looksLikePci(std::string_view s) {
 
 std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchContext& ctx) const {
   std::map<std::string, std::string> caps;
-  const Rule* r = match(record.text, ctx.kind, &caps);
+  // The parser's literal search already named the literals of the record's line: no second search.
+  const bool ids_known = record.literals_of != 0 && literal_scanner_ && record.literals_of == literal_scanner_->serial();
+  const Rule* r = ids_known ? matchLiterals(record.text, record.literal_ids, ctx.kind, &caps)
+                            : match(record.text, ctx.kind, &caps);
   if (!r) return std::nullopt;
   Symptom s;
   s.rule_id = r->id;

@@ -26,8 +26,12 @@ LineParser::LineParser(LogFormat format, ParseOptions options, RecordSink sink)
 
 bool LineParser::takeHits(uint64_t end) {
   bool any = false;
-  while (hit_head_ < hits_.size() && hits_[hit_head_] <= end) {
+  const unsigned literals = static_cast<unsigned>(options_.literals->literalCount());
+  while (hit_head_ < hits_.size() && LiteralScanner::Stream::hitEnd(hits_[hit_head_]) <= end) {
     any = true;
+    const unsigned id = LiteralScanner::Stream::hitId(hits_[hit_head_]);
+    if (id < literals) pending_ids_.push_back(static_cast<int>(id));
+    else pending_rewritten_ = true;  // a trigger: the record's text may hold literals its bytes do not
     ++hit_head_;
   }
   if (hit_head_ == hits_.size()) {
@@ -78,6 +82,8 @@ void LineParser::feed(std::string_view bytes) {
       raw_want_ -= take;
       // Raw bytes (a binary journal field) belong to the entry of the line that asked for them.
       if (lit_stream_ && takeHits(base + pos)) markCandidate(line_no_);
+      line_ids_[line_no_ & 1].known = false;  // their literals are not the line's
+      pending_ids_.clear();
       if (raw_want_ == 0) {
         if (raw_skip_) {
           raw_skip_ = false;
@@ -171,9 +177,20 @@ void LineParser::finish() {
   onEnd();
 }
 
+void LineParser::rotateLineIds(bool known) {
+  // The literal ids of the line being dispatched; the previous line's slot stays (a joined record
+  // is flushed by the line after it).
+  LineIds& slot = line_ids_[line_no_ & 1];
+  slot.ids.swap(pending_ids_);
+  pending_ids_.clear();
+  slot.known = known && !pending_rewritten_;
+  pending_rewritten_ = false;
+}
+
 void LineParser::dispatchLine(std::string_view line) {
   ++line_no_;
   ++report_.lines;
+  if (lit_stream_) rotateLineIds(true);
   if (line_candidate_) {
     markCandidate(line_no_);
     line_candidate_ = false;
@@ -185,6 +202,7 @@ void LineParser::dispatchLine(std::string_view line) {
 void LineParser::dispatchOversized() {
   ++line_no_;
   ++report_.lines;
+  if (lit_stream_) rotateLineIds(false);
   line_candidate_ = false;
   skipLine(SkipKind::kOversized, "line longer than max_line_bytes skipped");
 }
@@ -206,6 +224,23 @@ void LineParser::emit(LogRecord&& record, uint64_t last_line) {
   if (lit_stream_ && !candidateIn(record.line, last_line) && !(both_clocks && !both_clocks_seen_)) return;
   if (record.boot_id.empty() && !options_.boot_id.empty()) record.boot_id = options_.boot_id;
   both_clocks_seen_ = both_clocks_seen_ || both_clocks;
+  // A one-line record of this line or the one before: the literals its bytes hold, so the rule
+  // engine need not search its text again. (Its text is those bytes less a prefix and trailing
+  // blanks, so a literal in the text is among them; a trigger hit, a rewrite, says nothing.)
+  record.literals_of = 0;
+  record.literal_ids.clear();
+  if (lit_stream_ && record.line == last_line && last_line + 1 >= line_no_ && last_line <= line_no_) {
+    const LineIds& slot = line_ids_[last_line & 1];
+    if (slot.known && !slot.ids.empty()) {
+      record.literal_ids.assign(slot.ids.begin(), slot.ids.end());
+      if (record.literal_ids.size() > 1) {  // a literal found twice on the line is searched for once
+        std::sort(record.literal_ids.begin(), record.literal_ids.end());
+        record.literal_ids.erase(std::unique(record.literal_ids.begin(), record.literal_ids.end()),
+                                 record.literal_ids.end());
+      }
+      record.literals_of = options_.literals->serial();
+    }
+  }
   ++report_.delivered;
   sink_(std::move(record));
 }

@@ -91,6 +91,7 @@ class LineParser : public StreamParser {
   // Literal hits: consumes the hits ending at or before absolute offset `end` (the '\n' of the
   // line about to be dispatched); true when there was one.
   bool takeHits(uint64_t end);
+  void rotateLineIds(bool known);
   void markCandidate(uint64_t line_no);
   bool candidateIn(uint64_t first, uint64_t last) const;
 
@@ -99,6 +100,15 @@ class LineParser : public StreamParser {
   size_t hit_head_ = 0;
   bool line_candidate_ = false;
   std::deque<uint64_t> cand_lines_;  // physical lines holding a hit, ascending
+  // Literal ids of the hits taken for the line about to be dispatched, and of the last two lines
+  // (slot line_no & 1); known: no trigger hit, no raw bytes.
+  struct LineIds {
+    std::vector<int> ids;
+    bool known = false;
+  };
+  std::vector<int> pending_ids_;
+  bool pending_rewritten_ = false;
+  LineIds line_ids_[2];
   uint64_t cand_forgotten_ = 0;      // lines up to here may have held hits that were pruned
   bool both_clocks_seen_ = false;
   uint64_t fed_ = 0;  // bytes fed before the current chunk
@@ -144,7 +154,7 @@ class Joiner {
 // allocation): every field set to its default in place.
 inline LogRecord& resetRecord(LogRecord& r) {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-  static_assert(sizeof(LogRecord) == 168, "LogRecord changed: reset the new field here too");
+  static_assert(sizeof(LogRecord) == 200, "LogRecord changed: reset the new field here too");
 #endif
   r.time_ns = 0;
   r.time_known = false;
@@ -156,6 +166,8 @@ inline LogRecord& resetRecord(LogRecord& r) {
   r.priority = -1;
   r.text.clear();
   r.line = 0;
+  r.literals_of = 0;
+  r.literal_ids.clear();
   return r;
 }
 

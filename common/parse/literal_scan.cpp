@@ -80,6 +80,10 @@ std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<st
       }
     }
   }
+  if (literals.size() + triggers().size() >= (size_t{1} << Stream::kIdBits)) {
+    *error = "more prefilter literals than a hit can name (" + std::to_string(literals.size()) + ")";
+    return nullptr;
+  }
   std::vector<std::string> all(literals);
   all.insert(all.end(), triggers().begin(), triggers().end());
   std::shared_ptr<LiteralScanner> s(new LiteralScanner);
@@ -178,7 +182,7 @@ int LiteralScanner::Stream::onHit(unsigned id, unsigned long long /*from*/, unsi
                                   unsigned /*flags*/, void* ctx) {
   auto* self = static_cast<Stream*>(ctx);
   if (id >= self->scanner_->count_ && !(self->triggers_ & (1u << (id - self->scanner_->count_)))) return 0;
-  self->out_->push_back(to);
+  self->out_->push_back(hitAt(to, id));
   return 0;
 }
 

@@ -40,6 +40,8 @@ class LiteralScanner {
   LiteralScanner& operator=(const LiteralScanner&) = delete;
 
   size_t literalCount() const { return count_; }
+  // Unique per scanner in this process: which numbering a list of literal ids is in.
+  uint64_t serial() const { return serial_; }
   // The literals it was built from (literal i has id i).
   const std::vector<std::string>& literals() const { return literals_; }
 
@@ -55,13 +57,18 @@ class LiteralScanner {
   // *ids is meaningless).
   bool literalsIn(std::string_view text, std::vector<int>* ids) const;
 
-  // The search state of one stream (one per parser; not thread-safe). Hit end offsets (bytes from
-  // the stream's start, one past the literal's last byte) are appended to `hits` in scan().
+  // The search state of one stream (one per parser; not thread-safe). Hits are appended to `hits`
+  // in scan() as hitAt(end, id): end = bytes from the stream's start, one past the literal's last
+  // byte; id = the literal's id, or literalCount() + k for the k-th trigger. Sorted by end.
   class Stream {
    public:
     // Which trigger literals count as hits: ESC always; '\' and "MESSAGE":[ only where the
     // format has escapes (kmsg, journal JSON).
     enum Triggers : unsigned { kEsc = 1, kBackslash = 2, kJsonBytes = 4 };
+    static constexpr unsigned kIdBits = 16;  // build() refuses more literals than that holds
+    static uint64_t hitAt(uint64_t end, unsigned id) { return end << kIdBits | id; }
+    static uint64_t hitEnd(uint64_t hit) { return hit >> kIdBits; }
+    static unsigned hitId(uint64_t hit) { return static_cast<unsigned>(hit & ((1u << kIdBits) - 1)); }
     Stream(std::shared_ptr<const LiteralScanner> scanner, unsigned triggers);
     ~Stream();
     Stream(const Stream&) = delete;
