@@ -137,7 +137,7 @@ TEST_CASE("agent: kmsg + Fabric Manager lines become a handful of symptoms at th
   shipper.stop();
 }
 
-TEST_CASE("agent: restart resumes open groups and checkpoints; nothing twice, nothing lost", "[agent]") {
+TEST_CASE("agent: restart resumes open groups and checkpoints, nothing twice, nothing lost", "[agent]") {
   Harness h;
   std::string error;
   {

@@ -62,7 +62,7 @@ std::map<std::string, uint64_t> offlineCounts(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("crash: SIGKILL at random points while logs are appended; every symptom exactly once", "[crash]") {
+TEST_CASE("crash: SIGKILL at random points while logs are appended, every symptom exactly once", "[crash]") {
   TempDir dir;
   zmq::context_t ctx;
   Receiver rx(ctx);

@@ -87,7 +87,7 @@ TEST_CASE("in flight: a slow receiver that acks its queue in order gets one prob
   CHECK(due(f, 35 * kS).empty());
 }
 
-TEST_CASE("in flight: when the connection drops every batch out goes again at once; resends measure nothing",
+TEST_CASE("in flight: when the connection drops every batch out goes again at once, resends measure nothing",
           "[shipper][in_flight]") {
   InFlight f(10 * kS, 60 * kS);
   f.sent(1, 0);

@@ -131,7 +131,7 @@ TEST_CASE("inventory: interface addresses from a getifaddrs list", "[inventory]"
   }
 }
 
-TEST_CASE("inventory: addresses survive the heartbeat codec; an inventory without them decodes as empty",
+TEST_CASE("inventory: addresses survive the heartbeat codec, an inventory without them decodes as empty",
           "[inventory]") {
   common::HeartbeatData hb;
   hb.agent_id = "agent-1";
@@ -214,7 +214,7 @@ TEST_CASE("inventory: HCA ports from a sysfs tree", "[inventory]") {
   CHECK(error.empty());
 }
 
-TEST_CASE("inventory: the collector runs nvidia-smi off the loop; failures and hangs are reported", "[inventory]") {
+TEST_CASE("inventory: the collector runs nvidia-smi off the loop, failures and hangs are reported", "[inventory]") {
   TempDir dir;
   writeFile(dir.file("gpus.csv"), kSmiOutput);
   fakeHca(dir.file("sys"), "mlx5_0", "0000:0c:00.0", 1, "4: ACTIVE");

@@ -135,7 +135,7 @@ TEST_CASE("shipper: receiver down, spool fills (bounded), drains in order when i
   shipper.stop();
 }
 
-TEST_CASE("shipper: an unacknowledged batch is resent after the timeout; duplicates are harmless", "[shipper]") {
+TEST_CASE("shipper: an unacknowledged batch is resent after the timeout, duplicates are harmless", "[shipper]") {
   UnackedRig r(1);
   auto [rx, io, clock, spool, shipper] = std::tie(r.rx, r.io, r.clock, *r.spool, *r.shipper);
   shipper.tick();  // not yet timed out
@@ -152,7 +152,7 @@ TEST_CASE("shipper: an unacknowledged batch is resent after the timeout; duplica
   CHECK(shipper.stats().resent == 1);
 }
 
-TEST_CASE("shipper: critical batches go first; the byte-rate cap holds sends back", "[shipper]") {
+TEST_CASE("shipper: critical batches go first, the byte-rate cap holds sends back", "[shipper]") {
   zmq::context_t ctx;
   Receiver rx(ctx);
   boost::asio::io_context io;

@@ -268,7 +268,7 @@ TEST_CASE("file: resume from a checkpoint, also when the file was rotated while 
   }
 }
 
-TEST_CASE("file: garbage bytes and a 10 MB line are skipped and counted; good lines still come", "[sources][file]") {
+TEST_CASE("file: garbage bytes and a 10 MB line are skipped and counted, good lines still come", "[sources][file]") {
   TempDir dir;
   std::string path = dir.file("fm.log");
   std::string junk(10 << 20, 'A');
@@ -317,7 +317,7 @@ TEST_CASE("file: a missing file is an error in the status until it appears", "[s
   src.stop();
 }
 
-TEST_CASE("journald: journal files from systemd-journal-remote; resume from the cursor", "[sources][journald]") {
+TEST_CASE("journald: journal files from systemd-journal-remote, resume from the cursor", "[sources][journald]") {
   TempDir dir;
   std::string jdir = dir.file("journal");
   std::filesystem::create_directories(jdir);

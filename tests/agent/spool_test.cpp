@@ -112,7 +112,7 @@ TEST_CASE("spool: checkpoints move only together with the symptoms (rolled back 
   CHECK(spool->unacked(10, false).size() == 1);
 }
 
-TEST_CASE("spool: bounded; drops the least severe batches first and counts them", "[spool]") {
+TEST_CASE("spool: bounded, drops the least severe batches first and counts them", "[spool]") {
   TempDir dir;
   std::string error;
   auto spool = smallSpool(dir);

@@ -154,7 +154,7 @@ TEST_CASE("terminal states without fault evidence", "[correlator]") {
   CHECK(correlate(job("TIMEOUT"), hang, kb()).sub_domain == SubDomain::kUnattributed);
 }
 
-TEST_CASE("context stays in the chain; cascade evidence alone is a low-confidence fallback", "[correlator]") {
+TEST_CASE("context stays in the chain, cascade evidence alone is a low-confidence fallback", "[correlator]") {
   std::vector<Symptom> s{sym("kernel.boot", "n2", SubDomain::kNone, Role::kContext, -1800),
                          sym("xid.95", "n2", SubDomain::kHardware, Role::kRoot, 60, Severity::kCritical)};
   auto d = correlate(job("FAILED"), s, kb());
@@ -214,7 +214,7 @@ TEST_CASE("application failure: first failing rank's node, or none when all fail
   CHECK(d.responsible.empty());
 }
 
-TEST_CASE("host names match the job's nodes by short name; single-node jobs own unplaced evidence", "[correlator]") {
+TEST_CASE("host names match the job's nodes by short name, single-node jobs own unplaced evidence", "[correlator]") {
   Symptom fqdn = sym("xid.79", "n2.cluster.example", SubDomain::kHardware, Role::kRoot, 10, Severity::kCritical);
   auto d = correlate(job("FAILED"), {fqdn}, kb());
   CHECK(nodesOf(d) == std::vector<std::string>{"n2"});

@@ -22,7 +22,7 @@ TEST_CASE("protocol: ack is agent id + little-endian u64", "[protocol]") {
   CHECK_FALSE(decodeAck("short"));
 }
 
-TEST_CASE("protocol: heartbeat round trip; garbage refused", "[protocol]") {
+TEST_CASE("protocol: heartbeat round trip, garbage refused", "[protocol]") {
   HeartbeatData hb;
   hb.agent_id = "a";
   hb.hostname = "n";
@@ -138,7 +138,7 @@ TEST_CASE("protocol: inventory hash follows the devices, not the collection time
   CHECK(inventoryHash(NodeInventory{}) != 0);
 }
 
-TEST_CASE("protocol: zstd frames round-trip; receivers unwrap both types", "[protocol]") {
+TEST_CASE("protocol: zstd frames round-trip, receivers unwrap both types", "[protocol]") {
   std::string plain;
   for (int i = 0; i < 2000; ++i) plain += "NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0\n";
   auto packed = compressZstd(plain);

@@ -126,7 +126,7 @@ TEST_CASE("a disagreeing example is caught", "[rules]") {
   CHECK(problems[0].find("no_match example matches") != std::string::npos);
 }
 
-TEST_CASE("the highest priority rule wins a record; templates fill node, device, summary", "[rules]") {
+TEST_CASE("the highest priority rule wins a record, templates fill node, device, summary", "[rules]") {
   const char* yaml = R"(pack: t
 defines: {PCI: '(?P<pci>[0-9a-f:.]+)'}
 rules:

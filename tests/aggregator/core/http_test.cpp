@@ -260,7 +260,7 @@ TEST_CASE("http: a job's output file is uploaded, judged with the job, and its u
   CHECK_THAT(metrics.body, Catch::Contains("faultline_job_outputs_rejected_total 1"));
 }
 
-TEST_CASE("http: with a read token every read but /healthz needs it; /ui/?token= sets it as a cookie", "[http][read_token]") {
+TEST_CASE("http: with a read token every read but /healthz needs it, /ui/?token= sets it as a cookie", "[http][read_token]") {
   TempDir dir;
   ManualClock clock(kT0);
   std::string error;

@@ -253,7 +253,7 @@ TEST_CASE("http limits: a client that dribbles its header slower than the timeou
   CHECK(waitFor([&] { return s.server->connections() == 0; }));
 }
 
-TEST_CASE("http limits: connections beyond the limit get 503 and a close; a freed slot is reused", "[http][limits]") {
+TEST_CASE("http limits: connections beyond the limit get 503 and a close, a freed slot is reused", "[http][limits]") {
   HttpServerOptions o;
   o.limits.max_connections = 2;
   LimitedServer s(o);
@@ -285,7 +285,7 @@ TEST_CASE("http limits: connections beyond the limit get 503 and a close; a free
   CHECK(b.response().rfind("HTTP/1.1 200", 0) == 0);
 }
 
-TEST_CASE("https: /healthz over TLS verified against the test CA; plain HTTP and unknown CAs fail", "[http][tls]") {
+TEST_CASE("https: /healthz over TLS verified against the test CA, plain HTTP and unknown CAs fail", "[http][tls]") {
   TestPki pki;
   HttpServerOptions o;
   o.tls_cert_file = pki.cert;
@@ -355,7 +355,7 @@ TEST_CASE("exposure policy: beyond loopback needs TLS and a read token unless --
   CHECK(exposureError("0.0.0.0", false, false, true).empty());
 }
 
-TEST_CASE("binaries: the aggregator refuses --listen 0.0.0.0 without TLS; the CLI's https --server checks the CA",
+TEST_CASE("binaries: the aggregator refuses --listen 0.0.0.0 without TLS, the CLI's https --server checks the CA",
           "[binary][tls]") {
   TestPki pki;
   TempDir dir;

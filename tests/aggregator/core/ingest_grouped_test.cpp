@@ -127,7 +127,7 @@ TEST_CASE("ingest: the grouped writer stores the same rows as one transaction pe
   CHECK(nb[0].sources[0].records == na[0].sources[0].records);
 }
 
-TEST_CASE("ingest: inside a group a batch is stored once; the checks of the single path hold", "[store][ingest]") {
+TEST_CASE("ingest: inside a group a batch is stored once, the checks of the single path hold", "[store][ingest]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("g.db"), clock);

@@ -300,7 +300,7 @@ VerdictRow judgeWeakVerdict(bool history) {
 
 }  // namespace
 
-TEST_CASE("verdicts: node history is each node's recent record; without one a weak verdict stays weak",
+TEST_CASE("verdicts: node history is each node's recent record, without one a weak verdict stays weak",
           "[verdicts][facts]") {
   auto weak = judgeWeakVerdict(false);
   CHECK(weak.diagnosis.responsible[0].confidence == Approx(0.4));

@@ -281,7 +281,7 @@ TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
   CHECK(c.batches == 1);
 }
 
-TEST_CASE("store: a prune pass walks on from where its last step stopped; the next pass starts over", "[store]") {
+TEST_CASE("store: a prune pass walks on from where its last step stopped, the next pass starts over", "[store]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("s.db"), clock);

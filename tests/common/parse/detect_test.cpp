@@ -41,7 +41,7 @@ TEST_CASE("detectFormat: rank log with a few kernel-looking lines stays applicat
   CHECK(detectFormat(log) == LogFormat::kApplication);
 }
 
-TEST_CASE("detectFormat: mixed file takes the majority; head limit respected") {
+TEST_CASE("detectFormat: mixed file takes the majority, head limit respected") {
   std::string log;
   for (int i = 0; i < 10; ++i) log += "[  10.00000" + std::to_string(i) + "] kernel line\n";
   for (int i = 0; i < 3; ++i) log += "2024-06-01 10:00:01,123 INFO app line\n";

@@ -82,7 +82,7 @@ TEST_CASE("recordFromJournalFields: ident fallbacks and timestamps") {
   CHECK_FALSE(recordFromJournalFields(f));
 }
 
-TEST_CASE("journalctl -o json: string, byte-array and null MESSAGE; broken lines") {
+TEST_CASE("journalctl -o json: string, byte-array and null MESSAGE, broken lines") {
   const std::string input =
       R"({"__REALTIME_TIMESTAMP":"1717236001000000","__MONOTONIC_TIMESTAMP":"12000000",)"
       R"("_BOOT_ID":"b1","_HOSTNAME":"gpu-a01","_TRANSPORT":"kernel","PRIORITY":"4",)"

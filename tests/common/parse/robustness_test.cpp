@@ -6,7 +6,7 @@
 using namespace faultline::common;
 using namespace faultline::common::testing;
 
-TEST_CASE("binary garbage lines are skipped; neighbours survive") {
+TEST_CASE("binary garbage lines are skipped, neighbours survive") {
   std::string input = "[    1.000000] before\n";
   input += std::string("\x00\x01\x02\xff\xfe garbage\x00", 13) + "\n";
   input += "[    2.000000] after\n";
