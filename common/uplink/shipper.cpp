@@ -138,10 +138,9 @@ void Shipper::processMonitor() {
   bool lost = false, up = false;
   try {
     while (monitor_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
-      zmq::message_t head, addr;
+      zmq::message_t head, endpoint;
       if (!monitor_->recv(head, zmq::recv_flags::dontwait)) break;
-      while (head.more() && monitor_->recv(addr, zmq::recv_flags::dontwait) && addr.more()) {
-      }
+      if (head.more()) (void)monitor_->recv(endpoint, zmq::recv_flags::dontwait);  // not needed
       if (head.size() < 2) continue;
       uint16_t event = 0;
       std::memcpy(&event, head.data(), sizeof event);

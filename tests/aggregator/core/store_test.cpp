@@ -254,13 +254,21 @@ TEST_CASE("store: verdict revisions keep history", "[store][verdicts]") {
   CHECK(store->nodeHistory("gpu-01", 0).size() == 2);
 }
 
+namespace {
+// Ten symptoms of node n1 (rules r0..r9) stamped kT0: one batch of the pruning tests.
+std::vector<common::Symptom> tenSymptoms() {
+  std::vector<common::Symptom> ss;
+  for (int i = 0; i < 10; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0));
+  return ss;
+}
+}  // namespace
+
 TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
   TempDir dir;
   ManualClock clock(kT0);
   auto store = openStore(dir.file("s.db"), clock);
   for (uint64_t seq = 1; seq <= 50; ++seq) {
-    std::vector<common::Symptom> ss;
-    for (int i = 0; i < 10; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0));
+    std::vector<common::Symptom> ss = tenSymptoms();
     REQUIRE(store->ingestBatch(makeBatch("n1", seq, ss), "agent-n1").status == IngestResult::Status::kStored);
   }
   clock.advance(10 * kSec);
@@ -288,8 +296,7 @@ TEST_CASE("store: a prune pass walks on from where its last step stopped, the ne
   // Received at kT0, kT0 + 1 s, ...: 20 batches of 10, and in batch 3 one symptom stamped 100 s
   // ahead (a node clock ahead): not old enough for a cutoff before kT0 + 100 s.
   for (uint64_t seq = 1; seq <= 20; ++seq) {
-    std::vector<common::Symptom> ss;
-    for (int i = 0; i < 10; ++i) ss.push_back(makeSymptom("n1", "r" + std::to_string(i), kT0));
+    std::vector<common::Symptom> ss = tenSymptoms();
     if (seq == 3) ss.back() = makeSymptom("n1", "ahead", kT0 + 100 * kSec);
     REQUIRE(store->ingestBatch(makeBatch("n1", seq, ss), "agent-n1").status == IngestResult::Status::kStored);
     clock.advance(kSec);
