@@ -395,6 +395,34 @@ std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>&
                                        r.id, won ? "won by " + won->id + " instead," : "not matched",
                                        ex));
     }
+    // A record's text ends without the line's trailing blanks and newline, so a literal that ends
+    // in them is not in the text when the pattern can match with the text ending there. Checked
+    // on each match example cut just before such a literal's trailing blanks.
+    const auto holdsPrefilter = [&r](std::string_view text) {
+      for (const auto& lit : r.prefilters)
+        if (text.find(lit) != std::string_view::npos) return true;
+      return false;
+    };
+    for (const auto& lit : r.prefilters) {
+      size_t keep = lit.size();
+      while (keep > 0 && (lit[keep - 1] == ' ' || lit[keep - 1] == '\t' || lit[keep - 1] == '\n')) --keep;
+      if (keep == lit.size() || keep == 0 || !r.regex) continue;
+      bool told = false;
+      for (const auto& ex : r.match_examples) {
+        if (told) break;
+        for (size_t at = ex.find(lit.substr(0, keep)); at != std::string::npos; at = ex.find(lit.substr(0, keep), at + 1)) {
+          const std::string_view cut = std::string_view(ex).substr(0, at + keep);
+          if (!holdsPrefilter(cut) && RE2::PartialMatch(re2::StringPiece(cut.data(), cut.size()), *r.regex)) {
+            problems.push_back(fmt::format(
+                "{}:{}: rule {}: prefilter '{}' is not needed for a match: the pattern matches \"{}\" (a record "
+                "whose line ends there), which holds none of the rule's prefilters",
+                r.file, r.line, r.id, lit, cut));
+            told = true;
+            break;
+          }
+        }
+      }
+    }
     for (const auto& ex : r.no_match_examples) {
       bool hit = false;
       for (const auto& lit : r.prefilters) hit = hit || ex.find(lit) != std::string::npos;

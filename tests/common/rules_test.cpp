@@ -126,6 +126,40 @@ TEST_CASE("a disagreeing example is caught", "[rules]") {
   CHECK(problems[0].find("no_match example matches") != std::string::npos);
 }
 
+TEST_CASE("a prefilter ending in blanks that a match at the line's end does not hold is caught", "[rules]") {
+  // A record's text has no trailing blanks or newline: 'Error: ' is not in "ValueError:" although
+  // the pattern matches it there, so the rule would never see that record (fuzz_parse_application
+  // found this on python.exception).
+  const char* yaml = R"(pack: t
+rules:
+  - id: t.exc
+    since: 0.1.0
+    symptom: exc
+    sub_domain: application
+    category: python
+    role: root
+    severity: error
+    prefilter: 'Error: '
+    pattern: '(?P<exc>\w+Error)(?::[ ]?(?P<msg>.*))?$'
+    summary: '{exc}'
+    meaning: m
+    action: a
+    examples: {match: ['ValueError: x'], no_match: ['fine']}
+)";
+  auto loaded = loadRuleSet({{"x.yaml", yaml}}, "0.1.0");
+  REQUIRE(loaded.rules);
+  auto problems = checkRuleExamples(loaded.rules);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("prefilter 'Error: ' is not needed for a match") != std::string::npos);
+  CHECK(problems[0].find("\"ValueError:\"") != std::string::npos);
+
+  std::string fixed = yaml;
+  fixed.replace(fixed.find("prefilter: 'Error: '"), 20, "prefilter: 'Error'");
+  auto refixed = loadRuleSet({{"x.yaml", fixed}}, "0.1.0");
+  REQUIRE(refixed.rules);
+  CHECK(checkRuleExamples(refixed.rules).empty());
+}
+
 TEST_CASE("the highest priority rule wins a record, templates fill node, device, summary", "[rules]") {
   const char* yaml = R"(pack: t
 defines: {PCI: '(?P<pci>[0-9a-f:.]+)'}

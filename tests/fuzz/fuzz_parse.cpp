@@ -132,10 +132,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::pair<uint64_t, std::string>> fast_found;
     for (const auto& record : fast.records)
       if (auto s = engine.extract(record, ctx)) fast_found.emplace_back(record.line, s->rule_id);
-    if (fast_found != found)
-      fail("search-first path finds %zu symptoms, the full parse %zu (first: line %llu %s)", fast_found.size(),
-           found.size(), found.empty() ? 0ull : (unsigned long long)found[0].first,
-           found.empty() ? "" : found[0].second.c_str());
+    if (fast_found != found) {
+      size_t i = 0;
+      while (i < found.size() && i < fast_found.size() && found[i] == fast_found[i]) ++i;
+      const auto at = [](const std::vector<std::pair<uint64_t, std::string>>& v, size_t k) {
+        return k < v.size() ? "line " + std::to_string(v[k].first) + " " + v[k].second : std::string("nothing");
+      };
+      fail("search-first path finds %zu symptoms, the full parse %zu; the first difference: %s against %s",
+           fast_found.size(), found.size(), at(fast_found, i).c_str(), at(found, i).c_str());
+    }
   }
   SymptomBatchData batch;
   batch.header = {"agent-fuzz", "gpu-a01", options.boot_id, 1, "fuzz", engine.rules().version, 1717236000000000000};
