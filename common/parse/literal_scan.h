@@ -84,6 +84,9 @@ class LiteralScanner {
     unsigned triggers_;
     std::vector<uint64_t>* out_ = nullptr;
     static int onHit(unsigned id, unsigned long long from, unsigned long long to, unsigned flags, void* ctx);
+    // The one-byte triggers, by memchr (bytes start at stream offset base).
+    void findByteTriggers(std::string_view bytes, uint64_t base, std::vector<uint64_t>* hits) const;
+    uint64_t scanned_ = 0;  // bytes fed to scan() so far
     hs_stream* stream_ = nullptr;
     hs_scratch* scratch_ = nullptr;
     bool broken_ = false;
