@@ -23,7 +23,7 @@ namespace {
 
 // Bump when the payload layout changes (a new field in Rule, Relation, SymptomMatcher, Symptom):
 // an older file then reads as stale and is rebuilt.
-constexpr uint32_t kFormat = 2;  // 2: one Vectorscan database (stream mode) instead of two
+constexpr uint32_t kFormat = 3;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers
 constexpr char kMagic[8] = {'F', 'L', 'R', 'U', 'L', 'E', 'S', '\n'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8;  // magic, format, reserved, key, payload length, checksum
 
