@@ -1,5 +1,8 @@
 #include "common/parse/time_util.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace faultline::common::parse {
 
 int64_t daysFromCivil(int year, int month, int day) {
@@ -55,28 +58,43 @@ inline int twoDigits(const char* p) {
   const unsigned b = static_cast<unsigned char>(p[1]) - unsigned{'0'};
   return a > 9 || b > 9 ? -1 : static_cast<int>(a * 10 + b);
 }
-inline bool digitAt(std::string_view s, size_t i) { return i < s.size() && s[i] >= '0' && s[i] <= '9'; }
+inline bool isDigitByte(char c) { return static_cast<unsigned char>(c) - unsigned{'0'} <= 9; }
+inline bool digitAt(std::string_view s, size_t i) { return i < s.size() && isDigitByte(s[i]); }
 constexpr int64_t kPow10[10] = {1, 10, 100, 1'000, 10'000, 100'000, 1'000'000, 10'000'000, 100'000'000, 1'000'000'000};
+// The last "YYYY-MM-DDTHH:MM:SS" parseIsoTime read on this thread and its seconds since the epoch.
+struct SecondsMemo {
+  char key[19] = {};
+  bool valid = false;
+  int64_t secs = 0;
+};
+thread_local SecondsMemo seconds_memo;
 }  // namespace
 
-// Every journal and ISO syslog line goes through here, so the fields are read in place (no
-// readFixedDigits calls): the same answers, ~4x fewer instructions.
+// Every journal and ISO syslog line goes through here, and consecutive lines mostly share their
+// second: the seconds of the last one read are kept with its 19 bytes (a memo only: the answer
+// is the same either way). Otherwise the fields are read in place, two digits at a time.
 bool parseIsoTime(std::string_view s, bool allow_space, IsoTime* out) {
   // YYYY-MM-DDTHH:MM:SS is 19 bytes.
   if (s.size() < 19 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':') return false;
   const char sep = s[10];
   if (sep != 'T' && !(allow_space && sep == ' ')) return false;
   const char* p = s.data();
-  const int century = twoDigits(p), yy = twoDigits(p + 2);
-  const int year = century < 0 || yy < 0 ? -1 : century * 100 + yy;
-  const int month = twoDigits(p + 5);
-  const int day = twoDigits(p + 8);
-  const int hour = twoDigits(p + 11);
-  const int minute = twoDigits(p + 14);
-  const int second = twoDigits(p + 17);
-  if (!stampYear(year) || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-      minute < 0 || minute > 59 || second < 0 || second > 60) {
-    return false;
+  SecondsMemo& memo = seconds_memo;
+  if (!memo.valid || std::memcmp(memo.key, p, sizeof memo.key) != 0) {
+    const int century = twoDigits(p), yy = twoDigits(p + 2);
+    const int year = century < 0 || yy < 0 ? -1 : century * 100 + yy;
+    const int month = twoDigits(p + 5);
+    const int day = twoDigits(p + 8);
+    const int hour = twoDigits(p + 11);
+    const int minute = twoDigits(p + 14);
+    const int second = twoDigits(p + 17);
+    if (!stampYear(year) || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+        minute < 0 || minute > 59 || second < 0 || second > 60) {
+      return false;
+    }
+    std::memcpy(memo.key, p, sizeof memo.key);
+    memo.secs = daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
+    memo.valid = true;
   }
   size_t pos = 19;
   int64_t frac_ns = 0;
@@ -84,10 +102,10 @@ bool parseIsoTime(std::string_view s, bool allow_space, IsoTime* out) {
   if (pos < s.size() && (s[pos] == '.' || s[pos] == ',') && digitAt(s, pos + 1)) {
     frac_sep = s[pos];
     ++pos;
-    const size_t first = pos;
-    for (; digitAt(s, pos); ++pos)
-      if (pos - first < 9) frac_ns = frac_ns * 10 + (s[pos] - '0');
+    const size_t first = pos, cap = std::min(s.size(), pos + 9);  // nanoseconds: 9 digits count
+    for (; pos < cap && isDigitByte(p[pos]); ++pos) frac_ns = frac_ns * 10 + (p[pos] - '0');
     const size_t digits = pos - first;
+    while (digitAt(s, pos)) ++pos;
     if (digits < 9) frac_ns *= kPow10[9 - digits];
   }
   bool has_zone = false;
@@ -117,7 +135,7 @@ bool parseIsoTime(std::string_view s, bool allow_space, IsoTime* out) {
       }
     }
   }
-  out->ns = civilToNs(year, month, day, hour, minute, second, frac_ns) - offset_sec * kNsPerSec;
+  out->ns = memo.secs * kNsPerSec + frac_ns - offset_sec * kNsPerSec;  // civilToNs(...) - offset
   out->has_zone = has_zone;
   out->length = pos;
   out->frac_sep = frac_sep;
