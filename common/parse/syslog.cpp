@@ -56,6 +56,7 @@ class SyslogParser final : public LineParser {
         onMarker(rest);
         return;
       }
+      materialize();
       if (joiner_.active()) {
         continueWith(stripColumn(line));
       } else {
@@ -74,27 +75,57 @@ class SyslogParser final : public LineParser {
         if (!msg.empty() && msg.front() == ' ') msg.remove_prefix(1);
       }
     }
-    if (!msg.empty() && isSpace(msg.front()) && joiner_.active() &&
-        joiner_.record().ident == sl.ident && joiner_.record().host == sl.host) {
+    if (!msg.empty() && isSpace(msg.front()) &&
+        (light_.active ? light_.ident() == sl.ident && light_.host() == sl.host
+                       : joiner_.active() && joiner_.record().ident == sl.ident && joiner_.record().host == sl.host)) {
+      materialize();
       continueWith(msg);
       return;
     }
     flush();
-    // Built in place: a record the search-first path drops leaves its buffers for the next.
-    LogRecord& rec = joiner_.begin(line_no_);
-    rec.time_ns = sl.has_zone ? sl.ns : localToUtc(sl.ns);
+    const int64_t time_ns = sl.has_zone ? sl.ns : localToUtc(sl.ns);
+    msg_column_ = static_cast<size_t>(sl.msg.data() - line.data());
+    if (!wouldHandOn(/*both_clocks=*/mono >= 0)) {
+      // No literal on this line: unless a continuation line brings one (materialize), the record
+      // is only counted, so keep its line and where its fields are, not the fields.
+      light_.active = true;
+      light_.line_no = line_no_;
+      light_.time_ns = time_ns;
+      light_.mono = mono;
+      light_.priority = priority;
+      light_.host_at = light_.at(line, sl.host);
+      light_.ident_at = light_.at(line, sl.ident);
+      light_.msg_at = light_.at(line, msg);
+      light_.line.assign(line);
+      return;
+    }
+    build(line_no_, time_ns, mono, priority, sl.host, sl.ident, msg);
+  }
+
+  // Built in place: a record the search-first path drops leaves its buffers for the next.
+  void build(uint64_t line_no, int64_t time_ns, int64_t mono, int priority, std::string_view host,
+             std::string_view ident, std::string_view msg) {
+    LogRecord& rec = joiner_.begin(line_no);
+    rec.time_ns = time_ns;
     rec.time_known = true;
     rec.monotonic_ns = mono;
     rec.boot_id = boot_id_;
-    rec.host.assign(sl.host);
-    rec.ident.assign(sl.ident);
+    rec.host.assign(host);
+    rec.ident.assign(ident);
     rec.priority = priority;
     if (unescape_ && msg.find('#') != std::string_view::npos) {
       unescapeRsyslog(msg, &rec.text);
     } else {
       rec.text.assign(msg);
     }
-    msg_column_ = static_cast<size_t>(sl.msg.data() - line.data());
+  }
+
+  // The record of a light line, built after all: a continuation line follows it.
+  void materialize() {
+    if (!light_.active) return;
+    light_.active = false;
+    build(light_.line_no, light_.time_ns, light_.mono, light_.priority, light_.host(), light_.ident(),
+          light_.msg());
   }
 
   // Traditional syslog has no year: assume default_year and step it when the months wrap
@@ -141,6 +172,11 @@ class SyslogParser final : public LineParser {
   }
 
   void flush() {
+    if (light_.active) {  // a one-line record without a literal: what emit would do with it
+      light_.active = false;
+      countDropped();
+      return;
+    }
     if (joiner_.active()) {
       emit(std::move(joiner_.record()), joiner_.lastLine());
       joiner_.release();
@@ -154,6 +190,28 @@ class SyslogParser final : public LineParser {
   std::string boot_id_;
   size_t msg_column_ = 0;
   Joiner joiner_;
+  // The record begun by the last stamped line while that line held no literal hit
+  // (LineParser::wouldHandOn): its line copied once and its fields as spans of it, instead of a
+  // record built field by field that emit would drop unread. Never active with joiner_.
+  struct LightRecord {
+    struct Span {
+      size_t at = 0, size = 0;
+    };
+    static Span at(std::string_view line, std::string_view part) {
+      return part.empty() ? Span{} : Span{static_cast<size_t>(part.data() - line.data()), part.size()};
+    }
+    std::string_view of(Span sp) const { return std::string_view(line).substr(sp.at, sp.size); }
+    std::string_view host() const { return of(host_at); }
+    std::string_view ident() const { return of(ident_at); }
+    std::string_view msg() const { return of(msg_at); }
+    bool active = false;
+    uint64_t line_no = 0;
+    int64_t time_ns = 0;
+    int64_t mono = -1;
+    int priority = -1;
+    Span host_at, ident_at, msg_at;
+    std::string line;
+  } light_;
 };
 
 }  // namespace

@@ -205,6 +205,11 @@ TEST_CASE("fast path edges: split literals, colour codes, escapes, hits on conti
        "2024-06-01T10:00:01+00:00 gpu-a01 kernel: [ 5.000000] usb 1-1: new device\n"
        "2024-06-01T10:00:09+00:00 gpu-a01 kernel: [ 13.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n",
        "boot-time evidence from a record without a hit"},
+      {LogFormat::kSyslog,
+       "Jun  1 10:00:01 gpu-a01 kernel: usb 1-1: new device\n"
+       "Jun  1 10:00:01 gpu-a01 kernel:  NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+       "Jun  1 10:00:02 gpu-a01 systemd[1]: Started Session 3 of User alice.\n",
+       "syslog kernel continuation (same host and ident) holding the hit, its first line none"},
   };
   for (const auto& c : cases) {
     const Outcome full = run(c.format, c.text, false, 0);
