@@ -287,8 +287,10 @@ std::string Agent::statusLine() const {
   size_t bad = 0;
   for (const auto& s : sources_)
     if (s->health().status != "ok") ++bad;
-  return fmt::format("{} records, {} symptoms, spool {} batches/{} bytes, {} dropped, {} source(s) not ok",
-                     stats_.records, stats_.symptoms, st.batches, st.bytes, st.dropped_symptoms, bad);
+  return fmt::format("{} records, {} symptoms, spool {} batches/{} bytes, {} dropped unsent, {} evicted in flight, "
+                     "{} source(s) not ok",
+                     stats_.records, stats_.symptoms, st.batches, st.bytes, st.dropped_symptoms,
+                     st.evicted_in_flight_symptoms, bad);
 }
 
 void Agent::armCommit() {

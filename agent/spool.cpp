@@ -55,6 +55,13 @@ CREATE TABLE open_groups(id INTEGER PRIMARY KEY CHECK (id = 1), payload BLOB NOT
 CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO counters VALUES ('next_seq', 1), ('dropped_symptoms', 0), ('dropped_batches', 0);
 )sql",
+    // Whether a batch may have left (Spool::beforeSend). A spool from before did not note it:
+    // its batches may have been sent, so they count as sent.
+    R"sql(
+ALTER TABLE batches ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
+UPDATE batches SET sent = 1;
+INSERT INTO counters VALUES ('evicted_in_flight_symptoms', 0), ('evicted_in_flight_batches', 0);
+)sql",
 };
 
 }  // namespace
@@ -246,15 +253,17 @@ bool Spool::enforceBound(std::string* error) {
   }
   int64_t bytes = total.i64(0);
   if (bytes <= static_cast<int64_t>(options_.max_bytes)) return true;
-  int64_t dropped_symptoms = 0, dropped_batches = 0;
+  // Never sent: certainly lost (dropped_*). Sent, not acknowledged: may have arrived and been
+  // stored (evicted_in_flight_*).
+  int64_t dropped_symptoms = 0, dropped_batches = 0, in_flight_symptoms = 0, in_flight_batches = 0;
   std::vector<int64_t> victims;
   {
-    Stmt s(prepared("SELECT seq, symptoms, length(payload) FROM batches ORDER BY max_severity ASC, seq ASC"));
+    Stmt s(prepared("SELECT seq, symptoms, length(payload), sent FROM batches ORDER BY max_severity ASC, seq ASC"));
     while (bytes > static_cast<int64_t>(options_.max_bytes) && s.step() == SQLITE_ROW) {
       victims.push_back(s.i64(0));
-      dropped_symptoms += s.i64(1);
+      (s.i64(3) ? in_flight_symptoms : dropped_symptoms) += s.i64(1);
+      ++(s.i64(3) ? in_flight_batches : dropped_batches);
       bytes -= s.i64(2);
-      ++dropped_batches;
     }
   }
   for (int64_t seq : victims) {
@@ -266,7 +275,9 @@ bool Spool::enforceBound(std::string* error) {
     }
   }
   return setCounter("dropped_symptoms", counter("dropped_symptoms") + dropped_symptoms, error) &&
-         setCounter("dropped_batches", counter("dropped_batches") + dropped_batches, error);
+         setCounter("dropped_batches", counter("dropped_batches") + dropped_batches, error) &&
+         setCounter("evicted_in_flight_symptoms", counter("evicted_in_flight_symptoms") + in_flight_symptoms, error) &&
+         setCounter("evicted_in_flight_batches", counter("evicted_in_flight_batches") + in_flight_batches, error);
 }
 
 std::map<std::string, std::string> Spool::checkpoints() const {
@@ -300,6 +311,26 @@ std::vector<SpooledBatch> Spool::unacked(size_t limit, bool by_severity,
   return out;
 }
 
+bool Spool::beforeSend(uint64_t sequence) {
+  // Written before the bytes leave, so a batch evicted after a crash between the two still counts
+  // as possibly delivered. A resend finds it noted already and writes nothing.
+  Stmt u(prepared("UPDATE batches SET sent = 1 WHERE seq = ?1 AND sent = 0"));
+  u.bind(1, static_cast<int64_t>(sequence));
+  if (u.step() != SQLITE_DONE) return false;
+  fresh_mark_ = sqlite3_changes(db_) > 0 ? sequence : 0;
+  return true;
+}
+
+void Spool::afterSend(uint64_t sequence, bool went_out) {
+  // Not on the socket (no connection): the batch never left, unless an earlier send took it.
+  if (!went_out && fresh_mark_ == sequence) {
+    Stmt u(prepared("UPDATE batches SET sent = 0 WHERE seq = ?1"));
+    u.bind(1, static_cast<int64_t>(sequence));
+    u.step();  // failing, it stays noted as sent: counted as possibly delivered, never as lost
+  }
+  fresh_mark_ = 0;
+}
+
 bool Spool::ack(uint64_t sequence) {
   Stmt d(prepared("DELETE FROM batches WHERE seq = ?1"));
   d.bind(1, static_cast<int64_t>(sequence));
@@ -315,6 +346,8 @@ SpoolStats Spool::stats() const {
   }
   st.dropped_symptoms = static_cast<uint64_t>(counter("dropped_symptoms"));
   st.dropped_batches = static_cast<uint64_t>(counter("dropped_batches"));
+  st.evicted_in_flight_symptoms = static_cast<uint64_t>(counter("evicted_in_flight_symptoms"));
+  st.evicted_in_flight_batches = static_cast<uint64_t>(counter("evicted_in_flight_batches"));
   st.next_sequence = static_cast<uint64_t>(counter("next_seq"));
   return st;
 }

@@ -2,13 +2,16 @@
 //   - batches of symptoms not yet acknowledged by the aggregator (payload = wire bytes),
 //   - each source's checkpoint,
 //   - the aggregation groups still open (so a restart resumes them instead of re-reading logs),
-//   - counters (dropped symptoms, next sequence number).
+//   - counters (dropped and evicted-in-flight symptoms, next sequence number).
 // commit() writes new batches, the open groups and the checkpoints in ONE transaction: a source
 // position is never durable before the symptoms read up to it are (STYLE.md rule 7).
 //
 // Bounded by bytes: when the unacknowledged payloads exceed max_bytes, whole batches are dropped,
 // lowest severity first, oldest first within a severity, and their symptoms counted (occurrences:
-// an aggregated symptom of count N counts N, as the aggregator would have stored it).
+// an aggregated symptom of count N counts N, as the aggregator would have stored it): a batch
+// never sent in `dropped_*` (certainly lost), one sent and not yet acknowledged in
+// `evicted_in_flight_*` (it may still arrive and be stored). Each batch notes durably, before
+// its first send, that it may have left (beforeSend).
 // Not thread-safe; used from the io_context thread. Blocking (local disk). Errors are returned
 // as false + reason, never thrown.
 #pragma once
@@ -49,6 +52,8 @@ struct SpoolStats {
   uint64_t bytes = 0;
   uint64_t dropped_symptoms = 0;
   uint64_t dropped_batches = 0;
+  uint64_t evicted_in_flight_symptoms = 0;  // evicted after a send: may have been stored
+  uint64_t evicted_in_flight_batches = 0;
   uint64_t next_sequence = 1;
 };
 
@@ -86,6 +91,10 @@ class Spool : public uplink::Outbox {
                                     const std::vector<uint64_t>& exclude = {}) const override;
   // Deletes an acknowledged batch. Unknown sequences (already acked, dropped) are fine.
   bool ack(uint64_t sequence) override;
+  // Notes the batch as sent (durably, before it leaves); afterSend(seq, false) takes a note
+  // beforeSend just wrote back when the send did not go out.
+  bool beforeSend(uint64_t sequence) override;
+  void afterSend(uint64_t sequence, bool went_out) override;
   SpoolStats stats() const;
 
  private:
@@ -102,6 +111,7 @@ class Spool : public uplink::Outbox {
 
   sqlite3* db_;
   SpoolOptions options_;
+  uint64_t fresh_mark_ = 0;  // the batch the last beforeSend noted as sent (0: none)
   mutable std::unordered_map<const char*, sqlite3_stmt*> stmts_;
 };
 

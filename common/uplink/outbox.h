@@ -27,6 +27,18 @@ class Outbox {
                                              const std::vector<uint64_t>& exclude = {}) const = 0;
   // Forgets an acknowledged message. Unknown sequences (already acked, dropped) are fine.
   virtual bool ack(uint64_t sequence) = 0;
+  // Around every send of a message (resends too). beforeSend notes, durably, that the message
+  // may leave; false: it could not, and the message is not sent now. afterSend says whether it
+  // went to the socket. An outbox that evicts messages tells by these the ones that never left
+  // (certainly lost) from the ones that may have arrived. Default: nothing to note.
+  virtual bool beforeSend(uint64_t sequence) {
+    (void)sequence;
+    return true;
+  }
+  virtual void afterSend(uint64_t sequence, bool went_out) {
+    (void)sequence;
+    (void)went_out;
+  }
 };
 
 }  // namespace faultline::uplink

@@ -235,7 +235,9 @@ void Shipper::kick() {
       armThrottle(wait);
       break;
     }
+    if (!outbox_.beforeSend(b.sequence)) break;  // could not note the send: not sent, the tick retries
     size_t sent = sendMessage(options_.batch_type, b.payload);
+    outbox_.afterSend(b.sequence, sent != 0);
     if (sent == 0) break;  // not connected: the tick retries
     bucket_.take(sent, now);  // only what actually went out counts
     in_flight_.sent(b.sequence, now);

@@ -5,10 +5,13 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "common/uplink/shipper.h"
 #include "tests/agent/test_util.h"
 
 using namespace faultline;
 using namespace faultline::agent;
+using faultline::agent::testing::Receiver;
+using faultline::agent::testing::runUntil;
 using faultline::agent::testing::TempDir;
 
 namespace {
@@ -37,6 +40,54 @@ std::unique_ptr<Spool> smallSpool(const TempDir& dir) {
   SpoolOptions opts;
   opts.max_bytes = 4000;
   return Spool::open(dir.file("spool.db"), opts, &error);
+}
+
+// A batch of one ~1 KB symptom (900 bytes of evidence that do not compress away): four of them
+// overflow smallSpool.
+common::SymptomBatchData bigBatch(const std::string& rule, common::Severity sev, uint32_t count) {
+  auto s = symptom(rule, sev, count);
+  s.evidence = {std::string(900, 'x')};
+  for (size_t i = 0; i < s.evidence[0].size(); ++i)
+    s.evidence[0][i] = static_cast<char>('a' + (i * 7919 + rule.size() * 31 + count) % 26);
+  return batchOf({s});
+}
+
+uint64_t commitOne(Spool& spool, const common::SymptomBatchData& b) {
+  std::string error;
+  SpoolCommit c;
+  c.batches = {b};
+  auto seqs = spool.commit(c, &error);
+  REQUIRE(seqs);
+  REQUIRE(seqs->size() == 1);
+  return seqs->front();
+}
+
+// Commits critical batches until no info batch is left (the bound evicts those first).
+void evictInfo(Spool& spool) {
+  for (int i = 0; i < 20; ++i) {
+    bool info_left = false;
+    for (const auto& b : spool.unacked(100, false)) info_left |= b.max_severity == common::Severity::kInfo;
+    if (!info_left) return;
+    commitOne(spool, bigBatch("crit" + std::to_string(i), common::Severity::kCritical, 1));
+  }
+  FAIL("info batches still in the spool");
+}
+
+// The spool in `dir` opened again (as a restarted agent does), its info batches evicted.
+std::unique_ptr<Spool> reopenAndEvict(const TempDir& dir) {
+  auto spool = smallSpool(dir);
+  REQUIRE(spool);
+  evictInfo(*spool);
+  return spool;
+}
+
+void checkEvicted(const Spool& spool, uint64_t dropped, uint64_t dropped_batches, uint64_t in_flight,
+                  uint64_t in_flight_batches) {
+  auto st = spool.stats();
+  CHECK(st.dropped_symptoms == dropped);
+  CHECK(st.dropped_batches == dropped_batches);
+  CHECK(st.evicted_in_flight_symptoms == in_flight);
+  CHECK(st.evicted_in_flight_batches == in_flight_batches);
 }
 
 }  // namespace
@@ -219,4 +270,90 @@ TEST_CASE("spool: a corrupt spool file is moved aside and a fresh one created", 
   SpoolCommit c;
   c.checkpoints = {{"kmsg", "b 1"}};
   CHECK(spool->commit(c, &e2));
+}
+
+TEST_CASE("spool: a batch evicted before it was sent counts as dropped, one evicted after a send as evicted in flight, both survive a reopen", "[spool]") {
+  TempDir dir;
+  {
+    auto spool = smallSpool(dir);
+    REQUIRE(spool);
+    uint64_t unsent = commitOne(*spool, bigBatch("info.unsent", common::Severity::kInfo, 3));
+    uint64_t sent = commitOne(*spool, bigBatch("info.sent", common::Severity::kInfo, 5));
+    // A send that did not go out (no connection) leaves a batch unsent; a resend that did not go
+    // out leaves a batch an earlier send took as sent.
+    REQUIRE(spool->beforeSend(unsent));
+    spool->afterSend(unsent, false);
+    REQUIRE(spool->beforeSend(sent));
+    spool->afterSend(sent, true);
+    REQUIRE(spool->beforeSend(sent));
+    spool->afterSend(sent, false);
+    evictInfo(*spool);
+    checkEvicted(*spool, 3, 1, 5, 1);
+  }
+  auto spool = smallSpool(dir);
+  REQUIRE(spool);
+  checkEvicted(*spool, 3, 1, 5, 1);
+}
+
+TEST_CASE("spool: a batch noted as sent stays so when the agent dies before the send returns", "[spool]") {
+  TempDir dir;
+  {
+    auto spool = smallSpool(dir);
+    REQUIRE(spool);
+    uint64_t seq = commitOne(*spool, bigBatch("info.a", common::Severity::kInfo, 4));
+    REQUIRE(spool->beforeSend(seq));
+    // no afterSend: the process is gone between noting the send and the send
+  }
+  checkEvicted(*reopenAndEvict(dir), 0, 0, 4, 1);
+}
+
+TEST_CASE("spool: batches of a spool from before the sent note count as sent when evicted", "[spool]") {
+  TempDir dir;
+  std::string path = dir.file("spool.db");
+  {
+    auto spool = smallSpool(dir);
+    REQUIRE(spool);
+    commitOne(*spool, bigBatch("info.old", common::Severity::kInfo, 2));
+  }
+  // Back to the first schema (as an agent before the note left it): its batch may have been sent.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "ALTER TABLE batches DROP COLUMN sent; DELETE FROM counters WHERE name LIKE 'evicted_in_flight_%'; "
+                       "PRAGMA user_version=1",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  checkEvicted(*reopenAndEvict(dir), 0, 0, 2, 1);
+}
+
+TEST_CASE("spool and shipper: batches a receiver took unacknowledged count as evicted in flight, batches never sent as dropped", "[spool]") {
+  TempDir dir;
+  std::string error;
+  auto spool = smallSpool(dir);
+  REQUIRE(spool);
+  zmq::context_t ctx;
+  Receiver rx(ctx);
+  rx.ack = false;
+  boost::asio::io_context io;
+  common::ManualClock clock;
+  uplink::ShipperOptions o;
+  o.endpoints = {rx.endpoint()};
+  o.agent_id = "a1";
+  o.tick_ms = 0;  // nothing is sent but what the test kicks
+  o.ack_timeout_ns = 600'000'000'000;
+  uplink::Shipper shipper(io, ctx, clock, *spool, o);
+  REQUIRE(shipper.start(&error));
+  commitOne(*spool, bigBatch("info.sent1", common::Severity::kInfo, 2));
+  commitOne(*spool, bigBatch("info.sent2", common::Severity::kInfo, 2));
+  REQUIRE(runUntil(io, [&] {
+    rx.pump();
+    shipper.kick();
+    return rx.received == 2;
+  }));
+  // Spooled after the sends, never kicked: never sent.
+  commitOne(*spool, bigBatch("info.unsent", common::Severity::kInfo, 7));
+  evictInfo(*spool);
+  checkEvicted(*spool, 7, 1, 4, 2);
+  CHECK(rx.occurrences() == 4);  // what was evicted in flight did arrive here
+  shipper.stop();
 }

@@ -17,7 +17,8 @@
 //            (rotation), the oldest files deleted once read (vacuum), also while the agent is down
 //   spool    journal-text symptom lines with unique stamps into an agent with the smallest spool
 //            bound; the site is stopped under a burst, so the spool drops (lowest severity first)
-//            and the count it keeps must account for the gap exactly
+//            and its counts must bound the gap exactly: at least what it dropped before a send
+//            (certainly lost), at most that plus what it evicted in flight (may have arrived)
 //   flood    (--flood-seconds) Fabric Manager lines at --flood-rate lines/s, one in 1000 a symptom
 //
 // Faults: SIGKILL of an agent / the site / the central (restarted on the same endpoint after a
@@ -386,7 +387,7 @@ class Chaos {
   // After the faults, once its spool is empty, the spool lane gets 20 more lines (well under the
   // bound): all of them must arrive (the agent still works; not every line may be dropped).
   int64_t canary_from_ns_ = 0;
-  uint64_t spool_dropped_ = 0, spool_lost_ = 0;
+  uint64_t spool_dropped_ = 0, spool_in_flight_ = 0, spool_lost_ = 0;
   size_t verdicts_judged_ = 0;
   bool jobs_reported_ = false;
   bool disk_mounted_ = false, disk_full_ = false;
@@ -974,6 +975,7 @@ bool Chaos::converged(std::string* diff) {
   for (const auto& [k, v] : storedSince(file("site.db"), spool_lane_->host, canary_from_ns_)) canary += v;
   const std::string spool = file("node-chaos-spool/spool.db");
   spool_dropped_ = spoolQuery(spool, "SELECT value FROM counters WHERE name = 'dropped_symptoms'");
+  spool_in_flight_ = spoolQuery(spool, "SELECT value FROM counters WHERE name = 'evicted_in_flight_symptoms'");
   const uint64_t unsent = spoolQuery(spool, "SELECT COUNT(*) FROM batches");
   Counts site = storedIn(file("site.db")), central = storedIn(file("central.db"));
   uint64_t spool_stored = 0;
@@ -989,12 +991,14 @@ bool Chaos::converged(std::string* diff) {
     uint64_t g = site_rest.count(k) ? site_rest.at(k) : 0, e = want.count(k) ? want.at(k) : 0;
     if (g != e) out += "site " + k.first + " " + k.second + ": stored " + std::to_string(g) + " expected " + std::to_string(e) + "\n";
   }
-  // The spool lane may lose what its full spool dropped, and no more: every loss is in the agent's
-  // drop counter. The counter can exceed the loss: a batch dropped while in flight may still
-  // arrive (then it is stored and counted as dropped).
+  // The spool lane loses what its full spool dropped before sending it (dropped_symptoms: certainly
+  // lost), plus some of what it evicted after a send, unacknowledged (evicted_in_flight_symptoms:
+  // such a batch may still have arrived and been stored), and nothing else:
+  // stored == expected - dropped - (0 .. evicted in flight).
   const uint64_t spool_want = total(spool_lane_->expected);
   spool_lost_ = spool_want > spool_stored ? spool_want - spool_stored : 0;
-  if (spool_dropped_ == UINT64_MAX || unsent == UINT64_MAX) out += "spool lane: its spool could not be read\n";
+  if (spool_dropped_ == UINT64_MAX || spool_in_flight_ == UINT64_MAX || unsent == UINT64_MAX)
+    out += "spool lane: its spool could not be read\n";
   else if (unsent != 0) out += "spool lane: " + std::to_string(unsent) + " batches not yet acknowledged\n";
   // The kmsg agent's lost count (its heartbeat, at the site) is exactly the sequence numbers the
   // ring skipped: kept in its checkpoint, it neither forgets a gap nor counts one twice across
@@ -1014,9 +1018,9 @@ bool Chaos::converged(std::string* diff) {
     append(spool_lane_->path, spool_text_(false));
     scanSpoolLane();
   }
-  if (spool_lost_ > spool_dropped_)
-    out += "spool lane: " + std::to_string(spool_lost_) + " lost but only " + std::to_string(spool_dropped_) +
-           " counted as dropped\n";
+  if (spool_lost_ < spool_dropped_ || spool_lost_ - spool_dropped_ > spool_in_flight_)
+    out += "spool lane: " + std::to_string(spool_lost_) + " lost, counted " + std::to_string(spool_dropped_) +
+           " dropped before a send and " + std::to_string(spool_in_flight_) + " evicted in flight\n";
   for (const auto& [k, v] : site)
     if (k.first == spool_lane_->host && v > spool_lane_->expected[k]) out += "spool lane " + k.second + " doubled\n";
   if (central != site) {
@@ -1117,9 +1121,11 @@ void Chaos::printTable(bool counts_ok, bool verdicts_ok, const std::string& diff
   static const char* names[] = {"info", "warning", "error", "critical"};
   std::printf("spool lane by severity (expected/stored):");
   for (const auto& [s, p] : sev) std::printf(" %s %" PRIu64 "/%" PRIu64, names[s], p.first, p.second);
-  std::printf("\nspool lane: %" PRIu64 " lost to the full spool, %" PRIu64 " counted as dropped by the agent (%" PRIu64
-              " of them dropped while in flight and delivered)",
-              spool_lost_, spool_dropped_, spool_dropped_ >= spool_lost_ ? spool_dropped_ - spool_lost_ : 0);
+  const uint64_t in_flight_lost = spool_lost_ >= spool_dropped_ ? spool_lost_ - spool_dropped_ : 0;
+  std::printf("\nspool lane: %" PRIu64 " lost to the full spool: %" PRIu64 " dropped before a send, %" PRIu64
+              " of the %" PRIu64 " evicted in flight (the other %" PRIu64 " arrived)",
+              spool_lost_, spool_dropped_, in_flight_lost, spool_in_flight_,
+              spool_in_flight_ >= in_flight_lost ? spool_in_flight_ - in_flight_lost : 0);
   std::printf("\nkmsg lane: %" PRIu64 " sequence numbers skipped (ring overruns), the agent reports %s lost",
               kmsg_skipped_, kmsg_lost_ == UINT64_MAX ? "nothing" : std::to_string(kmsg_lost_).c_str());
   std::printf("\nlink cuts: %s", nft_ok_ ? "SIGSTOP, and packets dropped on loopback (nft)" : "SIGSTOP only (no nft)");
