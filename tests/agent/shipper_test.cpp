@@ -137,7 +137,12 @@ TEST_CASE("shipper: receiver down, spool fills (bounded), drains in order when i
 
 TEST_CASE("shipper: an unacknowledged batch is resent after the timeout, duplicates are harmless", "[shipper]") {
   UnackedRig r(1);
-  auto [rx, io, clock, spool, shipper] = std::tie(r.rx, r.io, r.clock, *r.spool, *r.shipper);
+  // References, not a structured binding: clang before 16 cannot capture one in a lambda.
+  auto& rx = r.rx;
+  auto& io = r.io;
+  auto& clock = r.clock;
+  auto& spool = *r.spool;
+  auto& shipper = *r.shipper;
   shipper.tick();  // not yet timed out
   rx.ack = true;
   clock.advance(6'000'000'000);
@@ -285,7 +290,12 @@ TEST_CASE("shipper: compression zstd sends batch+zstd, the receiver inflates it,
 
 TEST_CASE("shipper: a slow receiver gets one batch again per timeout, not every batch", "[shipper]") {
   UnackedRig r(8);  // the receiver sits on 8 batches
-  auto [rx, io, clock, spool, shipper] = std::tie(r.rx, r.io, r.clock, *r.spool, *r.shipper);
+  // References, not a structured binding: clang before 16 cannot capture one in a lambda.
+  auto& rx = r.rx;
+  auto& io = r.io;
+  auto& clock = r.clock;
+  auto& spool = *r.spool;
+  auto& shipper = *r.shipper;
   CHECK(shipper.ackTimeoutNs() == 5'000'000'000);
   clock.advance(6'000'000'000);
   shipper.tick();
