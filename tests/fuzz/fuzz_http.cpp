@@ -23,10 +23,17 @@ void seedJob(faultline::fuzz::Aggregator& a) {
   a.call("POST", "/jobs/4812345/end", R"({"exit_code": "1:0", "time": "2024-06-01T10:42:51Z"})");
 }
 
+faultline::fuzz::Aggregator aggregator;
+
 }  // namespace
 
+// The rules, the store and the seeded job, before the first input.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  aggregator.next(seedJob);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static faultline::fuzz::Aggregator aggregator;
   auto& a = aggregator.next(seedJob);
   const std::string_view in = faultline::fuzz::bytes(data, size);
   const size_t eol = in.find('\n');

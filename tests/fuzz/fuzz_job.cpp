@@ -28,10 +28,20 @@ void write(const std::filesystem::path& p, std::string_view content) {
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
 }
 
+// Built once, before the first input (LLVMFuzzerInitialize), so no input pays for loading the rules.
+const faultline::common::RuleEngine* engine_ = nullptr;
+
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
   static const faultline::common::RuleEngine engine(faultline::fuzz::realRules());
+  engine_ = &engine;
+  (void)faultline::fuzz::scratchDir();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const faultline::common::RuleEngine& engine = *engine_;
   const std::string_view in = faultline::fuzz::bytes(data, size);
   try {
     std::string error;

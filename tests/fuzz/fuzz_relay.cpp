@@ -15,9 +15,21 @@
 
 using faultline::fuzz::fail;
 
+namespace {
+
+faultline::fuzz::Aggregator aggregator;
+void nothing(faultline::fuzz::Aggregator&) {}
+
+}  // namespace
+
+// The rules and the store, before the first input.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  aggregator.next(nothing);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static faultline::fuzz::Aggregator aggregator;
-  auto& a = aggregator.next([](faultline::fuzz::Aggregator&) {});
+  auto& a = aggregator.next(nothing);
   std::string reason;
   auto batch = faultline::common::decodeRelayBatch(data, size, &reason);
   if (!batch) {

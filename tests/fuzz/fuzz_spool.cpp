@@ -1,10 +1,11 @@
 // libFuzzer target for the agent spool's stored records (agent/spool.h): what a restarted agent
 // reads back from its SQLite spool, written by a previous (maybe older, maybe crashed) agent or
 // damaged on disk. The input becomes the stored open aggregation groups' payload, a source's
-// checkpoint and one unacknowledged batch (payload = the input, severity and symptom count from
-// its first bytes); then the agent's start-up reads run: openGroups() into the aggregation (and
-// from there into a batch the aggregator must accept), checkpoints(), unacked() both orders,
-// stats(), and a commit that enforces a small byte bound over the stored rows.
+// checkpoint and one unacknowledged batch (payload = the input, severity, symptom count and sent
+// note from its first bytes); then the agent's start-up reads run: openGroups() into the
+// aggregation (and from there into a batch the aggregator must accept), checkpoints(), unacked()
+// both orders, stats(), a send noted around the stored batch, and a commit that enforces a small
+// byte bound over the stored rows.
 //
 // Properties: no crash, hang, leak or sanitizer report, no exception; the reads never fail.
 #include <sqlite3.h>
@@ -41,16 +42,23 @@ void store(const std::string& file, std::string_view in) {
       [&](sqlite3_stmt* s) { sqlite3_bind_text(s, 1, in.data(), static_cast<int>(in.size()), SQLITE_TRANSIENT); });
   const int64_t severity = in.empty() ? 0 : static_cast<int8_t>(in[0]);
   const int64_t symptoms = in.size() < 2 ? 1 : static_cast<int8_t>(in[1]);
-  run("INSERT OR REPLACE INTO batches(seq, max_severity, symptoms, payload) VALUES (7, ?1, ?2, ?3)",
+  const int64_t sent = in.size() < 3 ? 0 : static_cast<int8_t>(in[2]);
+  run("INSERT OR REPLACE INTO batches(seq, max_severity, symptoms, payload, sent) VALUES (7, ?1, ?2, ?3, ?4)",
       [&](sqlite3_stmt* s) {
         sqlite3_bind_int64(s, 1, severity);
         sqlite3_bind_int64(s, 2, symptoms);
         blob(s, 3);
+        sqlite3_bind_int64(s, 4, sent);
       });
   sqlite3_close(db);
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)faultline::fuzz::scratchDir();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in = faultline::fuzz::bytes(data, size);
@@ -86,6 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)common::decodeBatch(b.payload.data(), b.payload.size(), &reason);
       }
     (void)spool->stats();
+    if (!spool->beforeSend(7)) fail("noting the stored batch as sent: refused");
+    spool->afterSend(7, in.size() > 3 && (in[3] & 1));
     agent::SpoolCommit commit;
     commit.batches.resize(1);
     commit.batches[0].header = batch.header;
