@@ -141,7 +141,7 @@ void FileSource::start(const std::string& checkpoint, RecordHandler handler) {
   }
   armInotify();
   armTimer();
-  boost::asio::post(io_, [this] { onWake(); });
+  boost::asio::post(io_, whileAlive([this] { onWake(); }));
 }
 
 void FileSource::stop() {
@@ -168,7 +168,7 @@ void FileSource::armInotify() {
   }
   inotify_waiting_ = true;
   inotify_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                      [this](const boost::system::error_code& ec) {
+                      whileAlive([this](const boost::system::error_code& ec) {
                         inotify_waiting_ = false;
                         if (ec || stopped_) return;
                         if (options_.read_delay_ms <= 0) {
@@ -178,7 +178,7 @@ void FileSource::armInotify() {
                         // Not re-armed until the delay is over: the writes meanwhile cost no
                         // wakeup (the kernel queues and merges their events).
                         armDelay(options_.read_delay_ms);
-                      });
+                      }));
 }
 
 void FileSource::drainInotify() {
@@ -197,10 +197,10 @@ void FileSource::onInotify() {
 
 void FileSource::armDelay(int ms) {
   delay_timer_.expires_after(std::chrono::milliseconds(ms));
-  delay_timer_.async_wait([this](const boost::system::error_code& e) {
+  delay_timer_.async_wait(whileAlive([this](const boost::system::error_code& e) {
     if (e || stopped_) return;
     onDelay();
-  });
+  }));
 }
 
 void FileSource::onDelay() {
@@ -210,9 +210,9 @@ void FileSource::onDelay() {
   const uint64_t before = bytes_read_;
   for (int pass = 0; pass < 2; ++pass) {
     if (pollFile(/*quick=*/pass == 0)) {  // more than a slice: go on at once
-      boost::asio::post(io_, [this] {
+      boost::asio::post(io_, whileAlive([this] {
         if (!stopped_) onDelay();
-      });
+      }));
       return;
     }
     if (bytes_read_ != before) {
@@ -229,16 +229,16 @@ void FileSource::onDelay() {
 void FileSource::armTimer() {
   if (options_.fallback_poll_ms <= 0 || stopped_) return;
   timer_.expires_after(std::chrono::milliseconds(options_.fallback_poll_ms));
-  timer_.async_wait([this](const boost::system::error_code& ec) {
+  timer_.async_wait(whileAlive([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     onWake();
     armTimer();
-  });
+  }));
 }
 
 void FileSource::onWake() {
   if (stopped_) return;
-  if (poll()) boost::asio::post(io_, [this] { onWake(); });
+  if (poll()) boost::asio::post(io_, whileAlive([this] { onWake(); }));
 }
 
 size_t FileSource::readSome(size_t budget) {

@@ -101,17 +101,17 @@ void JournaldSource::arm() {
   if (stopped_ || waiting_ || !fd_.is_open()) return;
   waiting_ = true;
   fd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                 [this](const boost::system::error_code& ec) {
+                 whileAlive([this](const boost::system::error_code& ec) {
                    waiting_ = false;
                    if (ec || stopped_) return;
                    sd_journal_process(j_);  // acknowledges the inotify events, notes rotation
                    onReadable();
-                 });
+                 }));
 }
 
 void JournaldSource::onReadable() {
   if (stopped_) return;
-  if (poll()) boost::asio::post(io_, [this] { onReadable(); });
+  if (poll()) boost::asio::post(io_, whileAlive([this] { onReadable(); }));
   else arm();
 }
 

@@ -79,17 +79,17 @@ void KmsgSource::arm() {
   if (stopped_ || waiting_ || !fd_.is_open()) return;
   waiting_ = true;
   fd_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                 [this](const boost::system::error_code& ec) {
+                 whileAlive([this](const boost::system::error_code& ec) {
                    waiting_ = false;
                    if (ec || stopped_) return;
                    onReadable();
-                 });
+                 }));
 }
 
 void KmsgSource::onReadable() {
   if (stopped_) return;
   // More than a slice ready: yield to the other handlers, then continue.
-  if (poll()) boost::asio::post(io_, [this] { onReadable(); });
+  if (poll()) boost::asio::post(io_, whileAlive([this] { onReadable(); }));
   else arm();
 }
 

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "common/log_record.h"
 #include "common/parse/literal_scan.h"
@@ -45,6 +47,20 @@ class Source {
   // bytes first and hand on only records holding one (ParseOptions::literals). Before start()
   // and after a rule reload; sources that read whole records ignore it.
   virtual void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) { (void)literals; }
+
+ protected:
+  // Wraps a handler the io_context may run after this source is destroyed (a cancelled or an
+  // already completed wait, a post): it then returns without touching the source (make
+  // test-asan: a kmsg wait cancelled by the destructor ran later and wrote the freed source).
+  template <typename F>
+  auto whileAlive(F f) {
+    return [alive = std::weak_ptr<char>(alive_), f = std::move(f)](auto&&... args) mutable {
+      if (!alive.expired()) f(std::forward<decltype(args)>(args)...);
+    };
+  }
+
+ private:
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
 };
 
 }  // namespace faultline::agent
