@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
   app.add_option("--retention-days", retention_days, "keep symptoms, batches and node events this long");
   app.add_option("--job-retention-days", job_retention_days, "keep jobs and their verdicts this long");
   app.add_flag("--sync-full", sync_full, "fsync every commit (survives power loss, not only crashes)");
+  size_t symptom_cache_mb = StoreOptions{}.symptom_cache_bytes >> 20;
+  app.add_option("--symptom-cache-mb", symptom_cache_mb,
+                 "decoded symptoms kept for verdicts, in MiB (~1.3 KB each; 0 = decode every payload)");
   app.add_option("--ingest-endpoint", ingest_endpoint, "agents' ZeroMQ endpoint to bind (default tcp://127.0.0.1:7400)");
   app.add_option("--ingest-endpoint-file", ingest_endpoint_file, "write the bound ingest endpoint here once bound");
   app.add_option("--curve-secret-key", curve_secret_file,
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
   std::string error;
   StoreOptions store_options;
   store_options.synchronous_full = sync_full;
+  store_options.symptom_cache_bytes = symptom_cache_mb << 20;
   auto store = Store::open(db, clock, store_options, &error);
   if (!store) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());

@@ -21,9 +21,11 @@
 //
 //   build/bench/store_ingest --agents 2048 --batches 4
 //   build/bench/store_ingest --pg 'postgresql:///bench?host=/tmp/pg&port=54331&user=postgres'
+#include <dlfcn.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
   bool verdict = false, prune = false, keep = false;
+  size_t cache_mb = StoreOptions{}.symptom_cache_bytes >> 20;
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
   app.add_option("--agents", agents);
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", keep, "keep the SQLite files (TMP/store_ingest-MODE.db)");
   app.add_option("--modes", modes);
   app.add_flag("--prune", prune, "after the grouped mode (and verdict): every symptom pruned, 5,000 rows a step");
+  app.add_option("--symptom-cache-mb", cache_mb, "the store's decoded-symptom cache (0: none, every payload decoded)");
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
   CLI11_PARSE(app, argc, argv);
 
@@ -125,15 +129,20 @@ int main(int argc, char** argv) {
       all.push_back(std::move(d));
     }
   const size_t total_symptoms = all.size() * per_batch;
-  std::printf("store_ingest: %zu agents x %zu batches x %zu symptoms = %zu symptoms (%s); run %zu, group %zu\n",
-              agents, batches, per_batch, total_symptoms, sample_dir.c_str(), run, group);
+  // The aggregator links mimalloc where the build found it (aggregator/CMakeLists.txt); so does this bench.
+  const char* allocator = dlsym(RTLD_DEFAULT, "mi_version") ? "mimalloc" : "glibc malloc";
+  std::printf("store_ingest: %zu agents x %zu batches x %zu symptoms = %zu symptoms (%s); run %zu, group %zu; "
+              "symptom cache %zu MiB; %s\n",
+              agents, batches, per_batch, total_symptoms, sample_dir.c_str(), run, group, cache_mb, allocator);
 
   SystemClock clock;
   std::function<bool(Store&)> after;  // run on the store after the grouped mode
   auto measure = [&](const std::string& target, const std::string& mode) {
     Result r;
     std::string err;
-    auto store = Store::open(target, clock, {}, &err);
+    StoreOptions options;
+    options.symptom_cache_bytes = cache_mb << 20;
+    auto store = Store::open(target, clock, options, &err);
     if (!store) {
       std::fprintf(stderr, "store_ingest: %s: %s\n", target.c_str(), err.c_str());
       r.ok = false;

@@ -14,7 +14,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libpq-dev postgresql-15 postgresql-client-15
   libfmt-dev catch2 libre2-dev libyaml-cpp-dev
-  nlohmann-json3-dev libcli11-dev libzstd-dev zstd
+  nlohmann-json3-dev libcli11-dev libzstd-dev zstd libmimalloc-dev
   ripgrep libvectorscan-dev
   clang libclang-rt-14-dev
   ansible-core ansible-lint

@@ -213,24 +213,42 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
     const auto* b = in[t->i].batch;
     for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads[k]});
   }
-  int64_t last_id = 0;
+  // Their ids, taken before the rows are written so that each symptom's is known (RETURNING's
+  // row order is not promised) for the decoded-symptom cache: on SQLite after the table's
+  // highest (what the rows would have got; nothing else writes inside this transaction), on
+  // PostgreSQL from the identity's sequence (shared with other replicas), in ascending order.
+  std::vector<int64_t> ids;
+  ids.reserve(rows.size());
+  if (db_->postgres()) {
+    Stmt next(db_->get(), "SELECT nextval(pg_get_serial_sequence('symptoms', 'id')) FROM generate_series(1, ?1)");
+    next.bind(1, int64_t(rows.size()));
+    while (next.step() == sql::kRow) ids.push_back(next.i64(0));
+    std::sort(ids.begin(), ids.end());
+  } else {
+    Stmt top(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    if (top.step() == sql::kRow)
+      for (size_t r = 0; r < rows.size(); ++r) ids.push_back(top.i64(0) + 1 + static_cast<int64_t>(r));
+  }
+  if (ids.size() != rows.size()) return failAll(db_->errmsg());
   if (!insertRows(
-          *db_, rows.size(), 15,
-          "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+          *db_, rows.size(), 16,
+          "INSERT INTO symptoms(id, agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
           "first_ns, last_ns, time_known, count, received_ns, payload)",
-          " RETURNING id",
+          "",
           [&](Stmt& st, size_t r, int p) {
             const auto& h = rows[r].b->header;
             const auto& s = *rows[r].s;
-            st.bindRef(p, h.agent_id).bindRef(p + 1, h.boot_id).bind(p + 2, h.sequence).bindRef(p + 3, s.node);
-            st.bindRef(p + 4, s.rule_id).bindRef(p + 5, common::subDomainName(s.sub_domain));
-            st.bindRef(p + 6, common::roleName(s.role)).bindRef(p + 7, common::severityName(s.severity));
-            st.bindRef(p + 8, s.device).bind(p + 9, s.first_ns).bind(p + 10, s.last_ns);
-            st.bind(p + 11, int64_t(s.time_known)).bind(p + 12, int64_t(s.count)).bind(p + 13, now);
-            st.bindRef(p + 14, *rows[r].payload);
+            st.bind(p, ids[r]);
+            st.bindRef(p + 1, h.agent_id).bindRef(p + 2, h.boot_id).bind(p + 3, h.sequence).bindRef(p + 4, s.node);
+            st.bindRef(p + 5, s.rule_id).bindRef(p + 6, common::subDomainName(s.sub_domain));
+            st.bindRef(p + 7, common::roleName(s.role)).bindRef(p + 8, common::severityName(s.severity));
+            st.bindRef(p + 9, s.device).bind(p + 10, s.first_ns).bind(p + 11, s.last_ns);
+            st.bind(p + 12, int64_t(s.time_known)).bind(p + 13, int64_t(s.count)).bind(p + 14, now);
+            st.bindRef(p + 15, *rows[r].payload);
           },
-          [&](Stmt& st) { last_id = std::max(last_id, st.i64(0)); }))
+          [](Stmt&) {}))
     return failAll(db_->errmsg());
+  const int64_t last_id = ids.back();
 
   // The senders: per agent and per node the fold of its batches in order, per (node, source)
   // the last status; node events (a new node, a reboot) as each batch in turn would raise them.
@@ -324,9 +342,15 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
           },
           [](Stmt&) {});
   if (!ok) return failAll(db_->errmsg());
+  // Cached once committed (endGroup's commit inside a group): a rolled-back id may come again.
+  const bool cache = cache_.maxBytes() > 0;
   if (tx) {
     std::string err;
     if (!tx->commit(&err)) return failAll(err);
+    if (cache)
+      for (size_t r = 0; r < rows.size(); ++r) cache_.put(ids[r], *rows[r].s);
+  } else if (cache) {
+    for (size_t r = 0; r < rows.size(); ++r) cache_pending_.emplace_back(ids[r], *rows[r].s);
   }
   for (const Todo* t : stored) {
     out[t->i].status = IngestResult::Status::kStored;

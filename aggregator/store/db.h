@@ -122,6 +122,8 @@ class Db {
   // ---- what the engines spell differently ----
   // A set of the strings of the JSON array bound to parameter n: "node IN " + jsonList(1).
   virtual std::string jsonList(int n) const = 0;
+  // The same for a JSON array of integers, as integers: "id IN " + jsonIntList(1).
+  virtual std::string jsonIntList(int n) const = 0;
   // The text (or number, as text) at `path` ("a.b") of the JSON in `expr`; NULL when absent.
   virtual std::string jsonText(std::string_view expr, std::string_view path) const = 0;
   // FROM-clause item: the elements of the array at `path` of the JSON in `expr`, as `alias`;

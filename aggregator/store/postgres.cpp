@@ -165,6 +165,9 @@ class PgDb final : public Db {
   std::string jsonList(int n) const override {
     return fmt::format("(SELECT jsonb_array_elements_text(CAST(?{} AS jsonb)))", n);
   }
+  std::string jsonIntList(int n) const override {
+    return fmt::format("(SELECT CAST(jsonb_array_elements_text(CAST(?{} AS jsonb)) AS BIGINT))", n);
+  }
   std::string jsonText(std::string_view expr, std::string_view path) const override {
     return fmt::format("(CAST({} AS jsonb) #>> '{{{}}}')", expr, dotsToCommas(path));
   }

@@ -386,6 +386,7 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
       ins.bind(14, symptomToJson(s).dump());
       if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
       r.last_symptom_id = ins.i64(0);
+      cache_.erase(r.last_symptom_id);  // not cached by this path
       ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
       ++per_node[s.node];
     }

@@ -74,6 +74,7 @@ class SqliteDb final : public Db {
   }
 
   std::string jsonList(int n) const override { return fmt::format("(SELECT value FROM json_each(?{}))", n); }
+  std::string jsonIntList(int n) const override { return jsonList(n); }
   std::string jsonText(std::string_view expr, std::string_view path) const override {
     return fmt::format("json_extract({}, '$.{}')", expr, path);
   }

@@ -9,6 +9,7 @@
 #endif
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "aggregator/store/migrations.h"
 #include "aggregator/store/store_internal.h"
@@ -431,6 +432,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
   db->setBusyTimeout(options.busy_timeout_ms);
   std::string why;
   std::unique_ptr<Store> store(new Store(std::move(db), clock));
+  store->cache_ = SymptomCache(options.read_only ? 0 : options.symptom_cache_bytes);
   if (options.read_only) {
     if (store->schemaVersion() != latestSchemaVersion()) {
       *error = fmt::format("{}: schema version {} (this faultline reads {})", path, store->schemaVersion(),
@@ -638,6 +640,7 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     ins.bind(15, symptomToJson(s).dump());
     if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
     r.last_symptom_id = ins.i64(0);
+    cache_.erase(r.last_symptom_id);  // not cached by this path: no older entry may answer for the id
     ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
   }
   if (!recordSenderLocked(batch, now)) return reject("store: " + db_->errmsg());
@@ -908,60 +911,109 @@ std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns,
 
 // ---- symptoms ----
 
+namespace {
+// fn(i) for i in [0, n), split over every core (this thread too) when n is worth it.
+template <class Fn>
+void parallelFor(size_t n, Fn fn) {
+  const size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  if (n < 256 || workers == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  const size_t per = (n + workers - 1) / workers;
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers && w * per < n; ++w)
+    pool.emplace_back([&, w] {
+      for (size_t i = w * per; i < std::min(n, (w + 1) * per); ++i) fn(i);
+    });
+  for (size_t i = 0; i < std::min(n, per); ++i) fn(i);
+  for (auto& t : pool) t.join();
+}
+}  // namespace
+
 std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                       int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
   Lock lock(*this);
   // In node order; id order within a node is restored below (ORDER BY node, id made SQLite sort
   // every node's rows, payloads and all, in a temporary b-tree: a fifth of the read).
-  Stmt s(db_->get(), fmt::format("SELECT id, node, payload FROM symptoms WHERE node IN {} AND "
-                                 "((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
-                                 "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node",
-                                 db_->jsonList(1)));
-  s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
-  // Decoding the payloads is most of the cost (a 10,000-node job has ~200k): read a chunk of
-  // them, decode it on every core (this thread too), read the next. The chunk bounds the copies.
-  constexpr size_t kChunk = 8192;
-  const size_t workers = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<common::Symptom> out;
-  std::vector<std::string> raw;
-  int64_t hi = 0;
-  std::vector<std::thread> pool;
-  auto decode = [&](size_t base, const std::vector<std::string>* chunk) {
-    // `out` is sized for the chunk before the workers start; each writes its own slots.
-    pool.clear();
-    const size_t n = chunk->size(), per = (n + workers - 1) / workers;
-    for (size_t w = 1; w < workers && w * per < n; ++w)
-      pool.emplace_back([&, w] {
-        for (size_t i = w * per; i < std::min(n, (w + 1) * per); ++i) out[base + i] = symptomFromPayload((*chunk)[i]);
-      });
-    for (size_t i = 0; i < std::min(n, per); ++i) out[base + i] = symptomFromPayload((*chunk)[i]);
-    for (auto& t : pool) t.join();
+  const std::string where = fmt::format(
+      "FROM symptoms WHERE node IN {} AND ((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
+      "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node",
+      db_->jsonList(1));
+  auto bindWindow = [&](Stmt& s) {
+    s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
   };
+  std::vector<common::Symptom> out;
   std::vector<int64_t> ids;
   std::vector<size_t> node_starts;  // where each node's rows begin in `out`
   std::string last_node;
-  bool more = true;
-  while (more) {
-    raw.clear();
-    while (raw.size() < kChunk && (more = s.step() == sql::kRow)) {
-      const int64_t id = s.i64(0);
-      hi = std::max(hi, id);
-      ids.push_back(id);
-      if (node_starts.empty() || s.view(1) != last_node) {
-        node_starts.push_back(ids.size() - 1);
-        last_node = s.view(1);
-      }
-      raw.emplace_back(s.view(2));
+  auto row = [&](int64_t id, std::string_view node) {
+    ids.push_back(id);
+    if (node_starts.empty() || node != last_node) {
+      node_starts.push_back(ids.size() - 1);
+      last_node = node;
     }
-    if (raw.empty()) break;
-    const size_t base = out.size();
-    out.resize(base + raw.size());
-    if (raw.size() < 256 || workers == 1) {
-      for (size_t i = 0; i < raw.size(); ++i) out[base + i] = symptomFromPayload(raw[i]);
-    } else {
-      decode(base, &raw);
+  };
+  // Decoding the payloads is most of the cost (a 10,000-node job has ~200k): the cache holds
+  // what this process stored lately, decoded. Which rows belong is still the query's answer:
+  // their ids first, then the payloads of those the cache lacks.
+  std::vector<size_t> missing;  // positions in `out` whose symptom the cache lacks
+  std::vector<std::string> raw;
+  if (cache_.size() > 0) {
+    Stmt s(db_->get(), "SELECT id, node " + where);
+    bindWindow(s);
+    std::vector<const common::Symptom*> cached;
+    while (s.step() == sql::kRow) {
+      row(s.i64(0), s.view(1));
+      cached.push_back(cache_.find(ids.back()));
+      if (!cached.back()) missing.push_back(cached.size() - 1);
+    }
+    out.resize(cached.size());
+    parallelFor(cached.size(), [&](size_t i) {
+      if (cached[i]) out[i] = *cached[i];
+    });
+    if (!missing.empty()) {
+      // Their payloads by id, a chunk of ids at a time.
+      std::unordered_map<int64_t, size_t> at;
+      for (size_t m : missing) at.emplace(ids[m], m);
+      std::vector<size_t> slot;
+      for (size_t i = 0; i < missing.size();) {
+        const size_t n = std::min<size_t>(missing.size() - i, 8192);
+        std::string list = "[";
+        for (size_t k = 0; k < n; ++k) list += (k ? "," : "") + std::to_string(ids[missing[i + k]]);
+        list += "]";
+        Stmt p(db_->get(), fmt::format("SELECT id, payload FROM symptoms WHERE id IN {}", db_->jsonIntList(1)));
+        p.bind(1, list);
+        raw.clear();
+        slot.clear();
+        while (p.step() == sql::kRow) {
+          slot.push_back(at.at(p.i64(0)));
+          raw.emplace_back(p.view(1));
+        }
+        parallelFor(raw.size(), [&](size_t k) { out[slot[k]] = symptomFromPayload(raw[k]); });
+        i += n;
+      }
+    }
+  } else {
+    Stmt s(db_->get(), "SELECT id, node, payload " + where);
+    bindWindow(s);
+    // A chunk of payloads read, decoded on every core, the next read: the chunk bounds the copies.
+    constexpr size_t kChunk = 8192;
+    bool more = true;
+    while (more) {
+      raw.clear();
+      while (raw.size() < kChunk && (more = s.step() == sql::kRow)) {
+        row(s.i64(0), s.view(1));
+        raw.emplace_back(s.view(2));
+      }
+      if (raw.empty()) break;
+      const size_t base = out.size();
+      out.resize(base + raw.size());
+      parallelFor(raw.size(), [&](size_t k) { out[base + k] = symptomFromPayload(raw[k]); });
     }
   }
+  int64_t hi = 0;
+  for (int64_t id : ids) hi = std::max(hi, id);
   node_starts.push_back(out.size());
   std::vector<size_t> order;
   std::vector<common::Symptom> sorted;
@@ -1336,7 +1388,8 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
   size_t deleted = 0;
   // One table's step: its oldest eligible rows from the cursor on, in time order, and the cursor
   // moves to the newest time stamp deleted (rows sharing it may be left for the next step).
-  auto walk = [&](const char* q, int64_t cutoff, int64_t* from) {
+  // A symptom's id is also dropped from the cache: SQLite may give it to a new row.
+  auto walk = [&](const char* q, int64_t cutoff, int64_t* from, bool symptoms = false) {
     if (deleted >= max_rows) return;
     Stmt s(db_->get(), q);
     s.bind(1, cutoff).bind(2, int64_t(max_rows - deleted)).bind(3, *from);
@@ -1345,12 +1398,13 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
     while ((rc = s.step()) == sql::kRow) {
       ++deleted;
       newest = std::max(newest, s.i64(0));
+      if (symptoms) cache_.erase(s.i64(1));
     }
     if (rc == sql::kDone) *from = newest;
   };
   walk("DELETE FROM symptoms WHERE id IN (SELECT id FROM symptoms WHERE received_ns >= ?3 AND received_ns < ?1 AND "
-       "(time_known = 0 OR last_ns < ?1) ORDER BY received_ns LIMIT ?2) RETURNING received_ns",
-       cutoff_ns, &prune_cursor_.symptoms);
+       "(time_known = 0 OR last_ns < ?1) ORDER BY received_ns LIMIT ?2) RETURNING received_ns, id",
+       cutoff_ns, &prune_cursor_.symptoms, true);
   walk("DELETE FROM batches WHERE (agent_id, boot_id, sequence) IN (SELECT agent_id, boot_id, sequence FROM batches "
        "WHERE received_ns >= ?3 AND received_ns < ?1 ORDER BY received_ns LIMIT ?2) RETURNING received_ns",
        cutoff_ns, &prune_cursor_.batches);
@@ -1408,6 +1462,9 @@ bool Store::endGroup(std::string* error) {
   bool ok = !group_failed_ && db_->exec("COMMIT", error);
   if (group_failed_ && error) *error = "store: a write of the group failed";
   if (!ok) db_->exec("ROLLBACK");
+  if (ok)
+    for (auto& [id, sym] : cache_pending_) cache_.put(id, std::move(sym));
+  cache_pending_.clear();
   in_group_ = false;
   group_failed_ = false;
   mu_.unlock();

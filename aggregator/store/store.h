@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aggregator/clock.h"
+#include "aggregator/store/symptom_cache.h"
 #include "common/diagnosis.h"
 #include "common/job.h"
 #include "common/protocol.h"
@@ -40,6 +41,8 @@ struct StoreOptions {
   bool read_only = false;         // for `faultline --db`: no migrations, no writes
   bool synchronous_full = false;  // fsync every commit (NORMAL: durable across kill -9, not power loss)
   int busy_timeout_ms = 2000;
+  // Decoded symptoms this process stored lately, for verdicts (symptom_cache.h); 0: none.
+  size_t symptom_cache_bytes = size_t{256} << 20;
 };
 
 struct IngestResult {
@@ -389,6 +392,9 @@ class Store {
     int64_t symptoms = INT64_MIN, batches = INT64_MIN, node_events = INT64_MIN;
   } prune_cursor_;
   bool group_failed_ = false;  // a write inside the group failed: endGroup rolls back
+  SymptomCache cache_{0};
+  // Symptoms written in the open group, cached when endGroup commits.
+  std::vector<std::pair<int64_t, common::Symptom>> cache_pending_;
   struct Lock {
     explicit Lock(Store& s) : store(s) {
       ++store.waiters_;

@@ -1,7 +1,5 @@
 // The grouped ingest writer (Store::ingestBatchGrouped, symptomJsonText): the same rows as the
 // one-batch-per-transaction path, exactly once inside a group, nothing of a failed group kept.
-#include <sqlite3.h>
-
 #include <catch2/catch.hpp>
 
 #include "aggregator/store/store.h"
@@ -13,18 +11,6 @@ using namespace faultline::aggregator;
 using namespace faultline::aggregator::testing;
 
 namespace {
-
-// Runs SQL on the store's file through a second connection (the store holds no transaction).
-void execOn(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  char* msg = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
-  INFO((msg ? msg : ""));
-  sqlite3_free(msg);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
-}
 
 std::vector<std::string> storedPayloads(Store& store, const std::vector<std::string>& nodes) {
   std::vector<std::string> out;

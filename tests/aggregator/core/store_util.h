@@ -2,6 +2,8 @@
 // do not link the store).
 #pragma once
 
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -13,6 +15,18 @@
 #include "aggregator/store/store.h"
 
 namespace faultline::aggregator::testing {
+
+// Runs SQL on a SQLite store's file through a second connection (the store holds no transaction).
+inline void execOn(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* msg = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
+  INFO((msg ? msg : ""));
+  sqlite3_free(msg);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
 
 // The store a test opens for `path`: the SQLite file itself, or — when FAULTLINE_TEST_PG names a
 // PostgreSQL server (the `[pg]` runs of the store tests: tests/CMakeLists.txt starts one in a
