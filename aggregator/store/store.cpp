@@ -987,11 +987,33 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
         raw.clear();
         slot.clear();
         while (p.step() == sql::kRow) {
-          slot.push_back(at.at(p.i64(0)));
+          auto it = at.find(p.i64(0));
+          if (it == at.end()) continue;
+          slot.push_back(it->second);
+          at.erase(it);
           raw.emplace_back(p.view(1));
         }
         parallelFor(raw.size(), [&](size_t k) { out[slot[k]] = symptomFromPayload(raw[k]); });
         i += n;
+      }
+      // A row deleted between the two reads (no snapshot spans them on PostgreSQL) is left out,
+      // as if the first read had come after the delete.
+      if (!at.empty()) {
+        size_t kept = 0;
+        std::vector<size_t> starts;
+        for (size_t i = 0, g = 0; i < ids.size(); ++i) {
+          while (g < node_starts.size() && node_starts[g] == i) {
+            if (starts.empty() || starts.back() != kept) starts.push_back(kept);  // a node all gone: no range
+            ++g;
+          }
+          if (at.count(ids[i])) continue;
+          ids[kept] = ids[i];
+          if (kept != i) out[kept] = std::move(out[i]);
+          ++kept;
+        }
+        ids.resize(kept);
+        out.resize(kept);
+        node_starts = std::move(starts);
       }
     }
   } else {
