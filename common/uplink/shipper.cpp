@@ -222,6 +222,7 @@ size_t Shipper::sendMessage(const std::string& type, const std::string& packed) 
 
 void Shipper::kick() {
   if (stopped_ || !socket_ || held_) return;
+  bool blocked = false;
   while (in_flight_.size() < options_.max_in_flight) {
     std::vector<uint64_t> exclude;
     in_flight_.forEach([&](uint64_t seq) { exclude.push_back(seq); });
@@ -238,13 +239,34 @@ void Shipper::kick() {
     if (!outbox_.beforeSend(b.sequence)) break;  // could not note the send: not sent, the tick retries
     size_t sent = sendMessage(options_.batch_type, b.payload);
     outbox_.afterSend(b.sequence, sent != 0);
-    if (sent == 0) break;  // not connected: the tick retries
+    if (sent == 0) {  // not connected (yet): the tick retries, or the pipe's arrival below
+      blocked = true;
+      break;
+    }
     bucket_.take(sent, now);  // only what actually went out counts
     in_flight_.sent(b.sequence, now);
     ++stats_.sent;
   }
   // Sending consumes the fd's edge: look for acks that arrived meanwhile.
   processIncoming();
+  // A send refused for want of a connection, whose pipe then arrived while the socket looked at
+  // its commands (just now, or in the failing send itself): ZMQ_FD's edge for it is gone, and
+  // nothing else would send before the next tick. Go again while a send can succeed.
+  // (A few times in a row at most: a send that fails with the socket writable is for the tick.)
+  if (!blocked) {
+    rekicks_ = 0;
+  } else if (!held_ && !stopped_ && rekicks_ < 3 && socketWritable()) {
+    ++rekicks_;
+    boost::asio::post(io_, [this] { kick(); });
+  }
+}
+
+bool Shipper::socketWritable() {
+  try {
+    return socket_ && (socket_->get(zmq::sockopt::events) & ZMQ_POLLOUT);
+  } catch (const zmq::error_t&) {
+    return false;
+  }
 }
 
 void Shipper::tick() {

@@ -94,6 +94,7 @@ class Shipper {
   // Best effort: false (and counted in heartbeats_dropped) when it could not be queued.
   bool sendHeartbeat(const std::string& payload);
   // Reads pending acks now (tests call this instead of waiting for the fd).
+  bool socketWritable();  // ZMQ_POLLOUT: a send would be taken now
   void processIncoming();
 
   const ShipperStats& stats() const { return stats_; }
@@ -127,6 +128,7 @@ class Shipper {
   bool throttled_ = false;
   bool waiting_ = false;
   bool monitor_waiting_ = false;
+  int rekicks_ = 0;    // kicks posted in a row because the pipe arrived after a refused send
   bool held_ = false;  // a connection was lost: no sends until a handshake or the next tick
   bool stopped_ = true;
   TokenBucket bucket_;

@@ -349,11 +349,14 @@ TEST_CASE("shipper: batches out when the receiver dies go again as soon as it is
   CHECK(shipper.stats().resent == 8);
   rx = std::make_unique<Receiver>(ctx, endpoint);
   // The clock never moves: only the disconnect can have sent them again.
-  REQUIRE(runUntil(io, [&] {
+  bool drained = runUntil(io, [&] {
     rx->pump();
     return spool->stats().batches == 0;
-  }, std::chrono::seconds(30)));
-  INFO("sent " << shipper.stats().sent << " resent " << shipper.stats().resent << " in flight " << shipper.inFlight());
+  }, std::chrono::seconds(30));
+  INFO("sent " << shipper.stats().sent << " resent " << shipper.stats().resent << " acked "
+               << shipper.stats().acked << " in flight " << shipper.inFlight() << " disconnects "
+               << shipper.stats().disconnects << " received " << rx->received);
+  REQUIRE(drained);
   CHECK(rx->batches.size() == 8);
   CHECK(shipper.stats().timed_out == 0);
   CHECK(shipper.stats().acked == 8);
