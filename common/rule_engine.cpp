@@ -27,6 +27,13 @@ struct RuleEngine::Table {
   std::vector<size_t> rules;
 };
 
+// The winning match's regex and its groups (group 0 the whole match), which live in this
+// thread's scratch buffers until its next match.
+struct RuleEngine::Groups {
+  const RE2* re = nullptr;
+  const re2::StringPiece* at = nullptr;
+};
+
 struct RuleEngine::Lazy {
   explicit Lazy(size_t rules, size_t literals, size_t tables)
       : rule_once(new std::once_flag[rules]), rule_re(rules), set_once(new std::once_flag[literals]),
@@ -185,21 +192,37 @@ struct RuleEngine::Prefilter {
   RE2::Set set;
 };
 
-std::string renderTemplate(std::string_view tmpl, const std::map<std::string, std::string>& values) {
-  std::string out;
-  out.reserve(tmpl.size() + 16);
+namespace {
+// Appends `tmpl` to `out` with each "{name}" replaced by value(name), a const std::string* (null:
+// unknown, nothing appended).
+template <class Value>
+void renderInto(std::string_view tmpl, const Value& value, std::string* out) {
+  out->reserve(out->size() + tmpl.size() + 16);
   size_t pos = 0;
   while (pos < tmpl.size()) {
-    size_t open = tmpl.find('{', pos);
+    const size_t open = tmpl.find('{', pos);
     if (open == std::string_view::npos) break;
-    size_t close = tmpl.find('}', open + 1);
+    const size_t close = tmpl.find('}', open + 1);
     if (close == std::string_view::npos) break;
-    out.append(tmpl.substr(pos, open - pos));
-    auto it = values.find(std::string(tmpl.substr(open + 1, close - open - 1)));
-    if (it != values.end()) out += it->second;
+    out->append(tmpl.substr(pos, open - pos));
+    if (const std::string* v = value(tmpl.substr(open + 1, close - open - 1))) *out += *v;
     pos = close + 1;
   }
-  out.append(tmpl.substr(pos));
+  out->append(tmpl.substr(pos));
+}
+}  // namespace
+
+std::string renderTemplate(std::string_view tmpl, const std::map<std::string, std::string>& values) {
+  std::string out;
+  std::string key;
+  renderInto(
+      tmpl,
+      [&](std::string_view name) -> const std::string* {
+        key.assign(name);
+        const auto it = values.find(key);
+        return it == values.end() ? nullptr : &it->second;
+      },
+      &out);
   return out;
 }
 
@@ -273,6 +296,30 @@ std::vector<std::string> RuleEngine::literalsOf(const RuleSet& rules) {
 
 const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
                               std::map<std::string, std::string>* captures) const {
+  Groups g;
+  const Rule* r = matchText(text, kind, captures ? &g : nullptr);
+  if (r && captures) putCaptures(g, captures);
+  return r;
+}
+
+const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<int>& hits, SourceKind kind,
+                                      std::map<std::string, std::string>* captures) const {
+  Groups g;
+  const Rule* r = matchGroups(text, hits, kind, captures ? &g : nullptr);
+  if (r && captures) putCaptures(g, captures);
+  return r;
+}
+
+void RuleEngine::putCaptures(const Groups& g, std::map<std::string, std::string>* captures) {
+  captures->clear();
+  if (!g.re) return;
+  // By index, not by NamedCapturingGroups(): a name may recur in several alternatives of one
+  // pattern, and that map knows only its first group. The participating group gives the value.
+  for (const auto& [gi, name] : g.re->CapturingGroupNames())
+    if (g.at[gi].data() != nullptr) captures->emplace(name, std::string(g.at[gi].data(), g.at[gi].size()));
+}
+
+const Rule* RuleEngine::matchText(std::string_view text, SourceKind kind, Groups* groups) const {
   if (by_literal_.empty()) return nullptr;
   // Scratch buffers reused across calls on this thread: this runs once per log record.
   thread_local std::vector<int> hits;
@@ -290,11 +337,11 @@ const Rule* RuleEngine::match(std::string_view text, SourceKind kind,
     found = !hits.empty();
   }
   if (!found) return nullptr;
-  return matchLiterals(text, hits, kind, captures);
+  return matchGroups(text, hits, kind, groups);
 }
 
-const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<int>& hits, SourceKind kind,
-                                      std::map<std::string, std::string>* captures) const {
+const Rule* RuleEngine::matchGroups(std::string_view text, const std::vector<int>& hits, SourceKind kind,
+                                    Groups* out) const {
   constexpr size_t kUnverified = std::string_view::npos;
   struct Candidate {
     size_t rule;
@@ -365,23 +412,18 @@ const Rule* RuleEngine::matchLiterals(std::string_view text, const std::vector<i
     const RE2* compiled = c.at != kUnverified ? tableRegexOf(static_cast<size_t>(table_of_rule_[c.rule])) : regexOf(c.rule);
     if (!compiled) continue;  // a pattern RE2 refuses (the loader reports those) matches nothing
     const RE2& re = *compiled;
-    if (!captures) {
+    if (!out) {
       if (c.at != kUnverified || RE2::PartialMatch(input, re)) return &r;
       continue;
     }
-    const re2::StringPiece* g = nullptr;
     if (c.at != kUnverified) {
-      g = &table_groups[c.groups];  // the table's match is this rule's own
+      out->at = &table_groups[c.groups];  // the table's match is this rule's own
     } else {
       groups.assign(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1, {});
       if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) continue;
-      g = groups.data();
+      out->at = groups.data();
     }
-    captures->clear();
-    // By index, not by NamedCapturingGroups(): a name may recur in several alternatives of one
-    // pattern, and that map knows only its first group. The participating group gives the value.
-    for (const auto& [gi, name] : re.CapturingGroupNames())
-      if (g[gi].data() != nullptr) captures->emplace(name, std::string(g[gi].data(), g[gi].size()));
+    out->re = &re;
     return &r;
   }
   return nullptr;
@@ -394,11 +436,11 @@ bool looksLikePci(std::string_view s) {
 }  // namespace
 
 std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchContext& ctx) const {
-  std::map<std::string, std::string> caps;
+  Groups g;
   // The parser's literal search already named the literals of the record's line: no second search.
   const bool ids_known = record.literals_of != 0 && literal_scanner_ && record.literals_of == literal_scanner_->serial();
-  const Rule* r = ids_known ? matchLiterals(record.text, record.literal_ids, ctx.kind, &caps)
-                            : match(record.text, ctx.kind, &caps);
+  const Rule* r = ids_known ? matchGroups(record.text, record.literal_ids, ctx.kind, &g)
+                            : matchText(record.text, ctx.kind, &g);
   if (!r) return std::nullopt;
   Symptom s;
   s.rule_id = r->id;
@@ -414,7 +456,15 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
   s.time_known = record.time_known;
   s.boot_id = record.boot_id;
   s.fields = r->fields;
-  for (auto& [k, v] : caps) s.fields[k] = v;
+  // The captures over the rule's constant fields; of groups sharing a name the first that took
+  // part (putCaptures' choice): written last, going from the last group to the first.
+  if (g.re) {
+    const auto& names = g.re->CapturingGroupNames();
+    for (auto it = names.rbegin(); it != names.rend(); ++it) {
+      const re2::StringPiece& v = g.at[it->first];
+      if (v.data() != nullptr) s.fields.insert_or_assign(it->second, std::string(v.data(), v.size()));
+    }
+  }
   if (r->boot_settle_ns > 0 && record.monotonic_ns >= 0 && record.monotonic_ns < r->boot_settle_ns &&
       s.role != Role::kContext) {
     s.role = Role::kContext;
@@ -422,22 +472,28 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
     s.fields["boot_settle"] = "within " + std::to_string(r->boot_settle_ns / 1'000'000'000) + " s of boot";
   }
   if (record.rank >= 0 && !s.fields.count("rank")) s.fields["rank"] = std::to_string(record.rank);
-  std::map<std::string, std::string> values = s.fields;
-  values["host"] = record.host;
-  values["node_default"] = ctx.node;
-
-  std::string node = r->node_template.empty() ? "" : renderTemplate(r->node_template, values);
-  if (node.empty() && !ctx.node.empty()) node = ctx.node;
-  if (node.empty() && !record.host.empty()) node = record.host;
-  if (node.empty() && ctx.node_of_rank)
-    if (auto rank = s.rank()) node = ctx.node_of_rank(*rank);
-  s.node = node;
+  // Templates see the fields, and "host" (the record's, then the node found) and "node_default"
+  // (the context's node) over any field of those names.
+  const std::string* host = &record.host;
+  std::string key;
+  const auto value = [&](std::string_view name) -> const std::string* {
+    if (name == "host") return host;
+    if (name == "node_default") return &ctx.node;
+    key.assign(name);
+    const auto it = s.fields.find(key);
+    return it == s.fields.end() ? nullptr : &it->second;
+  };
+  if (!r->node_template.empty()) renderInto(r->node_template, value, &s.node);
+  if (s.node.empty() && !ctx.node.empty()) s.node = ctx.node;
+  if (s.node.empty() && !record.host.empty()) s.node = record.host;
+  if (s.node.empty() && ctx.node_of_rank)
+    if (auto rank = s.rank()) s.node = ctx.node_of_rank(*rank);
   if (!r->device_template.empty()) {
-    s.device = renderTemplate(r->device_template, values);
+    renderInto(r->device_template, value, &s.device);
     if (looksLikePci(s.device)) s.device = normalizePciId(s.device);
   }
-  values["host"] = s.node.empty() ? record.host : s.node;
-  s.summary = renderTemplate(r->summary_template, values);
+  if (!s.node.empty()) host = &s.node;
+  renderInto(r->summary_template, value, &s.summary);
   // Evidence is the first line of a multi-line record's text, plus the last line (the
   // exception line of a traceback is what an operator reads).
   std::string_view text = record.text;

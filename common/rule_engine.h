@@ -65,6 +65,13 @@ class RuleEngine {
   std::shared_ptr<const RuleSet> rulesPtr() const { return rules_; }
 
  private:
+  // The winning match's regex (its group names) and groups, in this thread's scratch buffers.
+  struct Groups;
+  const Rule* matchText(std::string_view text, SourceKind kind, Groups* groups) const;
+  const Rule* matchGroups(std::string_view text, const std::vector<int>& literal_ids, SourceKind kind,
+                          Groups* groups) const;
+  static void putCaptures(const Groups& g, std::map<std::string, std::string>* captures);
+
   std::shared_ptr<const RuleSet> rules_;
   struct Prefilter;                                 // RE2::Set, one alternative per literal
   std::unique_ptr<Prefilter> prefilter_;
