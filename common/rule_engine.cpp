@@ -36,10 +36,13 @@ struct RuleEngine::Groups {
 
 struct RuleEngine::Lazy {
   explicit Lazy(size_t rules, size_t literals, size_t tables)
-      : rule_once(new std::once_flag[rules]), rule_re(rules), set_once(new std::once_flag[literals]),
-        table_once(new std::once_flag[tables]), table_re(tables) {}
+      : rule_once(new std::once_flag[rules]), rule_re(rules), capture_once(new std::once_flag[rules]),
+        capture(rules), set_once(new std::once_flag[literals]), table_once(new std::once_flag[tables]),
+        table_re(tables) {}
   std::unique_ptr<std::once_flag[]> rule_once;
   std::vector<std::shared_ptr<const RE2>> rule_re;
+  std::unique_ptr<std::once_flag[]> capture_once;
+  std::vector<std::unique_ptr<const SpanCapture>> capture;  // rule index -> its span capture, or null
   std::unique_ptr<std::once_flag[]> set_once;
   std::unique_ptr<std::once_flag[]> table_once;
   std::vector<std::unique_ptr<const RE2>> table_re;
@@ -61,6 +64,16 @@ const RE2* RuleEngine::regexOf(size_t i) const {
     if (re->ok()) lazy_->rule_re[i] = std::move(re);
   });
   return lazy_->rule_re[i].get();
+}
+
+const SpanCapture* RuleEngine::spanCaptureOf(size_t i) const {
+  std::call_once(lazy_->capture_once[i], [&] {
+    const RE2* re = regexOf(i);
+    auto sc = re ? SpanCapture::compile(rules_->rules[i].pattern) : nullptr;
+    // Numbered as RE2 numbers the groups, else not used.
+    if (sc && sc->groups() == re->NumberOfCapturingGroups()) lazy_->capture[i] = std::move(sc);
+  });
+  return lazy_->capture[i].get();
 }
 
 const RuleEngine::PatternSet* RuleEngine::setOf(size_t l) const {
@@ -419,8 +432,27 @@ const Rule* RuleEngine::matchGroups(std::string_view text, const std::vector<int
     if (c.at != kUnverified) {
       out->at = &table_groups[c.groups];  // the table's match is this rule's own
     } else {
-      groups.assign(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1, {});
-      if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) continue;
+      const int n = re.NumberOfCapturingGroups() + 1;
+      groups.assign(static_cast<size_t>(n), {});
+      const SpanCapture* sc = spanCaptureOf(c.rule);
+      // RE2's DFA finds the match, SpanCapture its groups (what RE2's submatch search over it
+      // would give, at a fraction of the cost); RE2's own when SpanCapture leaves it undecided.
+      if (sc && n > 1) {
+        if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), 1)) continue;
+        thread_local std::vector<int> offsets;
+        offsets.resize(2 * static_cast<size_t>(n));
+        const size_t b = static_cast<size_t>(groups[0].data() - text.data());
+        if (sc->capture(text, b, b + groups[0].size(), offsets.data())) {
+          for (size_t k = 1; k < static_cast<size_t>(n); ++k)
+            groups[k] = offsets[2 * k] < 0 ? re2::StringPiece()
+                                           : re2::StringPiece(text.data() + offsets[2 * k],
+                                                              static_cast<size_t>(offsets[2 * k + 1] - offsets[2 * k]));
+        } else if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n)) {
+          continue;
+        }
+      } else if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n)) {
+        continue;
+      }
       out->at = groups.data();
     }
     out->re = &re;

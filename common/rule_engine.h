@@ -15,6 +15,7 @@
 
 #include "common/log_record.h"
 #include "common/parse/literal_scan.h"
+#include "common/rule_engine_capture.h"
 #include "common/rule_set.h"
 #include "common/symptom.h"
 
@@ -101,6 +102,7 @@ class RuleEngine {
   const re2::RE2* regexOf(size_t rule) const;
   const PatternSet* setOf(size_t literal) const;
   const re2::RE2* tableRegexOf(size_t table) const;
+  const SpanCapture* spanCaptureOf(size_t rule) const;  // compiled on first use; null: RE2's groups
   void findTables();
 };
 
