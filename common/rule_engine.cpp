@@ -4,6 +4,7 @@
 #include <re2/set.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <numeric>
 #include <set>
@@ -34,17 +35,33 @@ struct RuleEngine::Groups {
   const re2::StringPiece* at = nullptr;
 };
 
+namespace {
+// std::call_once with a flag read first: libstdc++'s call_once goes through pthread_once and
+// thread-local state on every call, ~150 instructions, and this runs per candidate rule.
+struct Once {
+  std::once_flag flag;
+  std::atomic<bool> done{false};
+};
+template <class F>
+void runOnce(Once& once, F&& f) {
+  if (once.done.load(std::memory_order_acquire)) return;
+  std::call_once(once.flag, [&] {
+    f();
+    once.done.store(true, std::memory_order_release);
+  });
+}
+}  // namespace
+
 struct RuleEngine::Lazy {
   explicit Lazy(size_t rules, size_t literals, size_t tables)
-      : rule_once(new std::once_flag[rules]), rule_re(rules), capture_once(new std::once_flag[rules]),
-        capture(rules), set_once(new std::once_flag[literals]), table_once(new std::once_flag[tables]),
-        table_re(tables) {}
-  std::unique_ptr<std::once_flag[]> rule_once;
+      : rule_once(new Once[rules]), rule_re(rules), capture_once(new Once[rules]), capture(rules),
+        set_once(new Once[literals]), table_once(new Once[tables]), table_re(tables) {}
+  std::unique_ptr<Once[]> rule_once;
   std::vector<std::shared_ptr<const RE2>> rule_re;
-  std::unique_ptr<std::once_flag[]> capture_once;
+  std::unique_ptr<Once[]> capture_once;
   std::vector<std::unique_ptr<const SpanCapture>> capture;  // rule index -> its span capture, or null
-  std::unique_ptr<std::once_flag[]> set_once;
-  std::unique_ptr<std::once_flag[]> table_once;
+  std::unique_ptr<Once[]> set_once;
+  std::unique_ptr<Once[]> table_once;
   std::vector<std::unique_ptr<const RE2>> table_re;
 };
 
@@ -59,7 +76,7 @@ RE2::Options ruleOptions() {  // as the rule loader compiles patterns
 const RE2* RuleEngine::regexOf(size_t i) const {
   const Rule& r = rules_->rules[i];
   if (r.regex) return r.regex.get();
-  std::call_once(lazy_->rule_once[i], [&] {
+  runOnce(lazy_->rule_once[i], [&] {
     auto re = std::make_shared<const RE2>(r.pattern, ruleOptions());
     if (re->ok()) lazy_->rule_re[i] = std::move(re);
   });
@@ -67,7 +84,7 @@ const RE2* RuleEngine::regexOf(size_t i) const {
 }
 
 const SpanCapture* RuleEngine::spanCaptureOf(size_t i) const {
-  std::call_once(lazy_->capture_once[i], [&] {
+  runOnce(lazy_->capture_once[i], [&] {
     const RE2* re = regexOf(i);
     auto sc = re ? SpanCapture::compile(rules_->rules[i].pattern) : nullptr;
     // Numbered as RE2 numbers the groups, else not used.
@@ -78,7 +95,7 @@ const SpanCapture* RuleEngine::spanCaptureOf(size_t i) const {
 
 const RuleEngine::PatternSet* RuleEngine::setOf(size_t l) const {
   if (rest_of_literal_[l].size() < kMinRulesForSet) return nullptr;
-  std::call_once(lazy_->set_once[l], [&] {
+  runOnce(lazy_->set_once[l], [&] {
     auto ps = std::make_unique<PatternSet>(ruleOptions());
     bool ok = true;
     for (size_t idx : rest_of_literal_[l]) ok = ok && ps->set.Add(rules_->rules[idx].pattern, nullptr) >= 0;
@@ -89,7 +106,7 @@ const RuleEngine::PatternSet* RuleEngine::setOf(size_t l) const {
 }
 
 const RE2* RuleEngine::tableRegexOf(size_t t) const {
-  std::call_once(lazy_->table_once[t], [&] {
+  runOnce(lazy_->table_once[t], [&] {
     const Table& tab = *tables_[t];
     auto re = std::make_unique<const RE2>(tab.pattern, ruleOptions());
     // The code's group must be where findTables counted it, else the table is not used.

@@ -1,5 +1,6 @@
 #include "common/rule_engine_capture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -422,6 +423,9 @@ std::unique_ptr<const SpanCapture> SpanCapture::compile(std::string_view pattern
   if (!c.ok || c.i != pattern.size() || !root || c.groups > 120) return nullptr;  // 2 * groups + 1 fits a byte
   c.compile(*root);
   c.emit(kMatch);
+  // A loop followed by a literal byte: its run can only stop where that byte is.
+  for (size_t k = 0; k + 1 < c.prog.size(); ++k)
+    if (c.prog[k].op == kStar && c.prog[k + 1].op == kChar) c.prog[k].y = c.prog[k + 1].arg + 1;
   if (!c.ok) return nullptr;
   auto sc = std::unique_ptr<SpanCapture>(new SpanCapture());
   sc->prog_ = std::move(c.prog);
@@ -429,6 +433,27 @@ std::unique_ptr<const SpanCapture> SpanCapture::compile(std::string_view pattern
   sc->groups_ = c.groups;
   sc->splits_ = c.splits;
   return sc;
+}
+
+// Where a loop (kStar `in`) followed by a literal byte may stop: the last q in [lo, q] whose byte
+// is that one (a greedy loop's next shorter run; every byte of [lo, q] is in its class), the first
+// q from `from` on (a lazy loop's next longer run, within its class): -1 if none. Without such a
+// byte, q or `from` as it is.
+int SpanCapture::stopBefore(const Inst& in, const unsigned char* t, int lo, int q) {
+  if (in.y == 0) return q;
+  const auto c = static_cast<unsigned char>(in.y - 1);
+  while (q >= lo && t[q] != c) --q;
+  return q >= lo ? q : -1;
+}
+
+int SpanCapture::stopAfter(const Inst& in, const unsigned char* t, int from, int end) const {
+  if (in.y == 0) return from;
+  const auto c = static_cast<unsigned char>(in.y - 1);
+  const Class& cls = classes_[static_cast<size_t>(in.x)];
+  int q = from;
+  for (; q < end && t[q] != c; ++q)
+    if (!cls.has(t[q])) return -1;
+  return q < end ? q : -1;
 }
 
 bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* out) const {
@@ -487,16 +512,19 @@ bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* 
       case kResume: break;
       case kUndo: out[j.pc] = j.p; continue;
       case kShorter: {  // the greedy loop at pc, ending at q this time
-        const int q = j.q;
+        const Inst& in = prog_[static_cast<size_t>(pc)];
+        const int q = stopBefore(in, t, p, j.q);
+        if (q < 0) continue;
         if (q > p) *sp++ = {kShorter, pc, p, q - 1};
-        if (seen(prog_[static_cast<size_t>(pc)].id, q)) continue;
+        if (seen(in.id, q)) continue;
         pc = pc + 1, p = q;
         break;
       }
       case kLonger: {  // the lazy loop at pc, one byte more than p
         const Inst& in = prog_[static_cast<size_t>(pc)];
         if (p >= e || !classes_[static_cast<size_t>(in.x)].has(t[p])) continue;
-        ++p;
+        p = stopAfter(in, t, p + 1, e);
+        if (p < 0) continue;
         *sp++ = {kLonger, pc, p, 0};
         if (seen(in.id, p)) continue;
         ++pc;
@@ -522,6 +550,11 @@ bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* 
             const Class& c = classes_[static_cast<size_t>(in.x)];
             int q = p;
             while (q < e && c.has(t[q])) ++q;
+            q = stopBefore(in, t, p, in.y != 0 ? std::min(q, e - 1) : q);  // the byte must be in the span
+            if (q < 0) {
+              go = false;
+              break;
+            }
             if (q > p) *sp++ = {kShorter, pc, p, q - 1};
             if (seen(in.id, q)) {
               go = false;
@@ -529,6 +562,11 @@ bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* 
             }
             p = q;
           } else {  // lazy: none first, then longer ones
+            p = stopAfter(in, t, p, e);
+            if (p < 0) {
+              go = false;
+              break;
+            }
             *sp++ = {kLonger, pc, p, 0};
             if (seen(in.id, p)) {
               go = false;

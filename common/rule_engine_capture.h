@@ -43,13 +43,15 @@ class SpanCapture {
     Op op;
     uint8_t arg;  // kChar: the byte; kAssert: an Assert; kSave: the slot; kStar: 1 greedy, 0 lazy
     int x = 0;    // kSplit/kJump: the preferred target; kClass/kStar: the class's index
-    int y = 0;    // kSplit: the other target
+    int y = 0;    // kSplit: the other target; kStar: 1 + the literal byte after it, or 0
     int id = 0;   // kSplit/kStar: its number, for the visited states
   };
   struct Class {
     uint64_t bits[4] = {0, 0, 0, 0};
     bool has(uint8_t c) const { return (bits[c >> 6] >> (c & 63)) & 1; }
   };
+  static int stopBefore(const Inst& in, const unsigned char* t, int lo, int q);
+  int stopAfter(const Inst& in, const unsigned char* t, int from, int end) const;
   friend struct SpanCaptureCompiler;
   std::vector<Inst> prog_;
   std::vector<Class> classes_;
