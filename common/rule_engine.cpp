@@ -52,10 +52,43 @@ void runOnce(Once& once, F&& f) {
 }
 }  // namespace
 
+// A template split at its "{name}" placeholders (an unclosed '{' is text): the text before each,
+// then the text after the last.
+struct Template {
+  enum Kind { kField, kHost, kNodeDefault };
+  struct Piece {
+    std::string_view before;
+    Kind kind;
+    std::string name;
+  };
+  std::vector<Piece> pieces;
+  std::string_view tail;
+
+  explicit Template(std::string_view tmpl = {}) {
+    size_t pos = 0;
+    while (pos < tmpl.size()) {
+      const size_t open = tmpl.find('{', pos);
+      if (open == std::string_view::npos) break;
+      const size_t close = tmpl.find('}', open + 1);
+      if (close == std::string_view::npos) break;
+      const auto name = tmpl.substr(open + 1, close - open - 1);
+      pieces.push_back({tmpl.substr(pos, open - pos), name == "host" ? kHost : name == "node_default" ? kNodeDefault : kField,
+                        std::string(name)});
+      pos = close + 1;
+    }
+    tail = tmpl.substr(pos);
+  }
+};
+
+struct RuleEngine::Templates {
+  Template node, device, summary;
+};
+
 struct RuleEngine::Lazy {
   explicit Lazy(size_t rules, size_t literals, size_t tables)
       : rule_once(new Once[rules]), rule_re(rules), capture_once(new Once[rules]), capture(rules),
-        set_once(new Once[literals]), table_once(new Once[tables]), table_re(tables) {}
+        set_once(new Once[literals]), table_once(new Once[tables]), table_re(tables),
+        templates_once(new Once[rules]), templates(rules) {}
   std::unique_ptr<Once[]> rule_once;
   std::vector<std::shared_ptr<const RE2>> rule_re;
   std::unique_ptr<Once[]> capture_once;
@@ -63,6 +96,8 @@ struct RuleEngine::Lazy {
   std::unique_ptr<Once[]> set_once;
   std::unique_ptr<Once[]> table_once;
   std::vector<std::unique_ptr<const RE2>> table_re;
+  std::unique_ptr<Once[]> templates_once;
+  std::vector<Templates> templates;  // rule index -> its node, device and summary templates, split
 };
 
 namespace {
@@ -81,6 +116,14 @@ const RE2* RuleEngine::regexOf(size_t i) const {
     if (re->ok()) lazy_->rule_re[i] = std::move(re);
   });
   return lazy_->rule_re[i].get();
+}
+
+const RuleEngine::Templates& RuleEngine::templatesOf(size_t i) const {
+  runOnce(lazy_->templates_once[i], [&] {
+    const Rule& r = rules_->rules[i];
+    lazy_->templates[i] = {Template(r.node_template), Template(r.device_template), Template(r.summary_template)};
+  });
+  return lazy_->templates[i];
 }
 
 const SpanCapture* RuleEngine::spanCaptureOf(size_t i) const {
@@ -222,37 +265,14 @@ struct RuleEngine::Prefilter {
   RE2::Set set;
 };
 
-namespace {
-// Appends `tmpl` to `out` with each "{name}" replaced by value(name), a const std::string* (null:
-// unknown, nothing appended).
-template <class Value>
-void renderInto(std::string_view tmpl, const Value& value, std::string* out) {
-  out->reserve(out->size() + tmpl.size() + 16);
-  size_t pos = 0;
-  while (pos < tmpl.size()) {
-    const size_t open = tmpl.find('{', pos);
-    if (open == std::string_view::npos) break;
-    const size_t close = tmpl.find('}', open + 1);
-    if (close == std::string_view::npos) break;
-    out->append(tmpl.substr(pos, open - pos));
-    if (const std::string* v = value(tmpl.substr(open + 1, close - open - 1))) *out += *v;
-    pos = close + 1;
-  }
-  out->append(tmpl.substr(pos));
-}
-}  // namespace
-
 std::string renderTemplate(std::string_view tmpl, const std::map<std::string, std::string>& values) {
+  const Template t(tmpl);
   std::string out;
-  std::string key;
-  renderInto(
-      tmpl,
-      [&](std::string_view name) -> const std::string* {
-        key.assign(name);
-        const auto it = values.find(key);
-        return it == values.end() ? nullptr : &it->second;
-      },
-      &out);
+  for (const auto& piece : t.pieces) {
+    out += piece.before;
+    if (const auto it = values.find(piece.name); it != values.end()) out += it->second;
+  }
+  out += t.tail;
   return out;
 }
 
@@ -524,25 +544,34 @@ std::optional<Symptom> RuleEngine::extract(const LogRecord& record, const MatchC
   // Templates see the fields, and "host" (the record's, then the node found) and "node_default"
   // (the context's node) over any field of those names.
   const std::string* host = &record.host;
-  std::string key;
-  const auto value = [&](std::string_view name) -> const std::string* {
-    if (name == "host") return host;
-    if (name == "node_default") return &ctx.node;
-    key.assign(name);
-    const auto it = s.fields.find(key);
-    return it == s.fields.end() ? nullptr : &it->second;
+  thread_local std::string scratch;
+  const auto render = [&](const Template& t, std::string* out) {
+    scratch.clear();
+    for (const auto& piece : t.pieces) {
+      scratch += piece.before;
+      if (piece.kind == Template::kHost) {
+        scratch += *host;
+      } else if (piece.kind == Template::kNodeDefault) {
+        scratch += ctx.node;
+      } else if (const auto it = s.fields.find(piece.name); it != s.fields.end()) {
+        scratch += it->second;
+      }
+    }
+    scratch += t.tail;
+    out->assign(scratch);  // one allocation of the final size
   };
-  if (!r->node_template.empty()) renderInto(r->node_template, value, &s.node);
+  const Templates& templates = templatesOf(static_cast<size_t>(r - rules_->rules.data()));
+  if (!r->node_template.empty()) render(templates.node, &s.node);
   if (s.node.empty() && !ctx.node.empty()) s.node = ctx.node;
   if (s.node.empty() && !record.host.empty()) s.node = record.host;
   if (s.node.empty() && ctx.node_of_rank)
     if (auto rank = s.rank()) s.node = ctx.node_of_rank(*rank);
   if (!r->device_template.empty()) {
-    renderInto(r->device_template, value, &s.device);
+    render(templates.device, &s.device);
     if (looksLikePci(s.device)) s.device = normalizePciId(s.device);
   }
   if (!s.node.empty()) host = &s.node;
-  renderInto(r->summary_template, value, &s.summary);
+  render(templates.summary, &s.summary);
   // Evidence is the first line of a multi-line record's text, plus the last line (the
   // exception line of a traceback is what an operator reads).
   std::string_view text = record.text;

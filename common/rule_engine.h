@@ -103,6 +103,8 @@ class RuleEngine {
   const PatternSet* setOf(size_t literal) const;
   const re2::RE2* tableRegexOf(size_t table) const;
   const SpanCapture* spanCaptureOf(size_t rule) const;  // compiled on first use; null: RE2's groups
+  struct Templates;
+  const Templates& templatesOf(size_t rule) const;  // split on first use
   void findTables();
 };
 

@@ -373,3 +373,36 @@ TEST_CASE("the Xid pack is one table: every record gets the rule and captures of
   }
   CHECK(won > 1000);
 }
+
+TEST_CASE("templates: {host} is the record's host, then the node found; {node_default} the context's node", "[rules]") {
+  auto rules = std::make_shared<RuleSet>();
+  Rule rule;
+  rule.id = "t.disk";
+  rule.prefilters = {"disk "};
+  rule.pattern = R"(disk (?P<dev>\w+)(?: on (?P<host>\w+))?)";  // a capture named host does not replace it
+  rule.node_template = "{node_default}-{dev}";
+  rule.device_template = "{host}/{dev}";
+  rule.summary_template = "{host} {node_default} {dev} [{nope}] {unclosed";
+  rules->rules.push_back(rule);
+  rule.id = "t.disk2";
+  rule.prefilters = {"disk2 "};
+  rule.pattern = R"(disk2 (?P<dev>\w+))";
+  rule.node_template.clear();
+  rules->rules.push_back(rule);
+  RuleEngine engine(rules);
+  LogRecord rec;
+  rec.host = "rechost";
+  rec.text = "disk sda on zz";
+  auto s = engine.extract(rec, {"ctxnode", "f", SourceKind::kKernel, {}});
+  REQUIRE(s);
+  CHECK(s->node == "ctxnode-sda");
+  CHECK(s->device == "rechost/sda");
+  CHECK(s->summary == "ctxnode-sda ctxnode sda [] {unclosed");
+  CHECK(s->field("host") == "zz");
+  rec.text = "disk2 sdb";
+  s = engine.extract(rec, {"", "f", SourceKind::kKernel, {}});
+  REQUIRE(s);
+  CHECK(s->node == "rechost");
+  CHECK(s->device == "rechost/sdb");
+  CHECK(s->summary == "rechost  sdb [] {unclosed");
+}
