@@ -13,6 +13,8 @@ namespace faultline::common {
 
 // Literals shared by at least this many rules get a PatternSet.
 constexpr size_t kMinRulesForSet = 8;
+// Records up to this long are searched by SpanCapture for a rule's match and groups.
+constexpr size_t kSearchMax = 2048;
 
 struct RuleEngine::PatternSet {
   explicit PatternSet(const RE2::Options& o) : set(o, RE2::UNANCHORED) {}
@@ -475,17 +477,30 @@ const Rule* RuleEngine::matchGroups(std::string_view text, const std::vector<int
       // RE2's DFA finds the match, SpanCapture its groups (what RE2's submatch search over it
       // would give, at a fraction of the cost); RE2's own when SpanCapture leaves it undecided.
       if (sc && n > 1) {
-        if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), 1)) continue;
         thread_local std::vector<int> offsets;
         offsets.resize(2 * static_cast<size_t>(n));
-        const size_t b = static_cast<size_t>(groups[0].data() - text.data());
-        if (sc->capture(text, b, b + groups[0].size(), offsets.data())) {
-          for (size_t k = 1; k < static_cast<size_t>(n); ++k)
+        const auto take = [&] {
+          for (size_t k = 0; k < static_cast<size_t>(n); ++k)
             groups[k] = offsets[2 * k] < 0 ? re2::StringPiece()
                                            : re2::StringPiece(text.data() + offsets[2 * k],
                                                               static_cast<size_t>(offsets[2 * k + 1] - offsets[2 * k]));
-        } else if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n)) {
-          continue;
+        };
+        // A short record: RE2's forward DFA says whether it matches, SpanCapture finds where and
+        // the groups (no reverse DFA for the start). Else RE2's DFAs find the match (forward and
+        // reverse) and SpanCapture its groups over it.
+        if (text.size() <= kSearchMax) {
+          if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, nullptr, 0)) continue;
+        }
+        if (text.size() <= kSearchMax && sc->search(text, offsets.data())) {
+          take();
+        } else {
+          if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), 1)) continue;
+          const size_t b = static_cast<size_t>(groups[0].data() - text.data());
+          if (sc->capture(text, b, b + groups[0].size(), offsets.data())) {
+            take();
+          } else if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n)) {
+            continue;
+          }
         }
       } else if (!re.Match(input, 0, input.size(), RE2::UNANCHORED, groups.data(), n)) {
         continue;

@@ -13,9 +13,9 @@ constexpr int kMaxRepeat = 1000;  // RE2's limit for {n,m}
 
 struct Node {
   enum Kind { kEmpty, kChar, kClass, kAssert, kConcat, kAlt, kRepeat, kGroup } kind = kEmpty;
-  uint8_t byte = 0;   // kChar; kAssert: the assertion
-  int cls = -1;       // kClass
-  int cap = -1;       // kGroup: its number (-1 would be non-capturing; those are not nodes)
+  uint8_t byte = 0;      // kChar; kAssert: the assertion
+  int cls = -1;          // kClass
+  int cap = -1;          // kGroup: its number (-1 would be non-capturing; those are not nodes)
   int min = 0, max = 0;  // kRepeat; max -1: unbounded
   bool greedy = true;
   std::vector<std::unique_ptr<Node>> subs;
@@ -52,7 +52,9 @@ struct SpanCaptureCompiler {
   static void addPerl(SpanCapture::Class* c, char kind) {  // \d \s \w and their complements
     SpanCapture::Class k;
     switch (kind | 0x20) {
-      case 'd': addRange(&k, '0', '9'); break;
+      case 'd':
+        addRange(&k, '0', '9');
+        break;
       case 's':  // RE2's \s: [\t\n\f\r ] (no \v)
         for (int b : {'\t', '\n', '\f', '\r', ' '}) addRange(&k, b, b);
         break;
@@ -66,13 +68,20 @@ struct SpanCaptureCompiler {
   // A one-byte escape's value (\t, \n, punctuation ...), or nullopt.
   static std::optional<uint8_t> simpleEscape(char c) {
     switch (c) {
-      case 't': return '\t';
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 'f': return '\f';
-      case 'v': return '\v';
-      case 'a': return '\a';
-      default: break;
+      case 't':
+        return '\t';
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 'f':
+        return '\f';
+      case 'v':
+        return '\v';
+      case 'a':
+        return '\a';
+      default:
+        break;
     }
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x80 && u > 0x20 && !isWordByte(u)) return u;  // escaped punctuation is itself
@@ -107,11 +116,15 @@ struct SpanCaptureCompiler {
         int mn = 0, mx = 0;
         const size_t at = i;
         const char c = p[i];
-        if (c == '*') mn = 0, mx = -1, ++i;
-        else if (c == '+') mn = 1, mx = -1, ++i;
-        else if (c == '?') mn = 0, mx = 1, ++i;
+        if (c == '*')
+          mn = 0, mx = -1, ++i;
+        else if (c == '+')
+          mn = 1, mx = -1, ++i;
+        else if (c == '?')
+          mn = 0, mx = 1, ++i;
         else if (c == '{' && parseCount(&mn, &mx)) {
-        } else break;
+        } else
+          break;
         if (repeated) return fail(), nullptr;  // RE2 refuses a repeat of a repeat
         repeated = true;
         (void)at;
@@ -142,8 +155,10 @@ struct SpanCaptureCompiler {
       *mx = *mn;
     } else if (j < p.size() && p[j] == ',') {
       ++j;
-      if (j < p.size() && p[j] == '}') *mx = -1;
-      else if (!num(mx)) return false;
+      if (j < p.size() && p[j] == '}')
+        *mx = -1;
+      else if (!num(mx))
+        return false;
     } else {
       return false;
     }
@@ -220,7 +235,7 @@ struct SpanCaptureCompiler {
       const char e = p[i++];
       if (e == 'b' || e == 'B' || e == 'A' || e == 'z') {
         auto n = leaf(Node::kAssert);
-        n->byte = e == 'b' ? SpanCapture::kWordBoundary
+        n->byte = e == 'b'   ? SpanCapture::kWordBoundary
                   : e == 'B' ? SpanCapture::kNotWordBoundary
                   : e == 'A' ? SpanCapture::kBeginText
                              : SpanCapture::kEndText;
@@ -265,7 +280,8 @@ struct SpanCaptureCompiler {
     auto member = [&]() -> std::optional<uint8_t> {
       const auto c = static_cast<unsigned char>(p[i]);
       if (c >= 0x80) return fail(), std::nullopt;
-      if (c == '[' && i + 1 < p.size() && p[i + 1] == ':') return fail(), std::nullopt;  // [:alpha:]
+      if (c == '[' && i + 1 < p.size() && p[i + 1] == ':')
+        return fail(), std::nullopt;  // [:alpha:]
       if (c != '\\') return ++i, c;
       if (i + 1 >= p.size()) return fail(), std::nullopt;
       const auto v = simpleEscape(p[i + 1]);
@@ -280,7 +296,8 @@ struct SpanCaptureCompiler {
         break;
       }
       first = false;
-      if (p[i] == '\\' && i + 1 < p.size() && std::string_view("dDsSwW").find(p[i + 1]) != std::string_view::npos) {
+      if (p[i] == '\\' && i + 1 < p.size() &&
+          std::string_view("dDsSwW").find(p[i + 1]) != std::string_view::npos) {
         addPerl(&k, p[i + 1]);
         i += 2;
         continue;
@@ -289,7 +306,8 @@ struct SpanCaptureCompiler {
       if (!lo) return fail(), nullptr;
       if (i + 1 < p.size() && p[i] == '-' && p[i + 1] != ']') {
         ++i;
-        if (p[i] == '\\' && i + 1 < p.size() && std::string_view("dDsSwW").find(p[i + 1]) != std::string_view::npos)
+        if (p[i] == '\\' && i + 1 < p.size() &&
+            std::string_view("dDsSwW").find(p[i + 1]) != std::string_view::npos)
           return fail(), nullptr;
         const auto hi = member();
         if (!hi || *hi < *lo) return fail(), nullptr;
@@ -311,9 +329,11 @@ struct SpanCaptureCompiler {
   static bool nullable(const Node& n) {
     switch (n.kind) {
       case Node::kEmpty:
-      case Node::kAssert: return true;
+      case Node::kAssert:
+        return true;
       case Node::kChar:
-      case Node::kClass: return false;
+      case Node::kClass:
+        return false;
       case Node::kConcat:
         for (const auto& s : n.subs)
           if (!nullable(*s)) return false;
@@ -322,8 +342,10 @@ struct SpanCaptureCompiler {
         for (const auto& s : n.subs)
           if (nullable(*s)) return true;
         return false;
-      case Node::kRepeat: return n.min == 0 || nullable(*n.subs[0]);
-      case Node::kGroup: return nullable(*n.subs[0]);
+      case Node::kRepeat:
+        return n.min == 0 || nullable(*n.subs[0]);
+      case Node::kGroup:
+        return nullable(*n.subs[0]);
     }
     return true;
   }
@@ -344,10 +366,17 @@ struct SpanCaptureCompiler {
   void compile(const Node& n) {
     if (!ok) return;
     switch (n.kind) {
-      case Node::kEmpty: return;
-      case Node::kChar: emit(SpanCapture::kChar, n.byte); return;
-      case Node::kClass: emit(SpanCapture::kClass, 0, n.cls); return;
-      case Node::kAssert: emit(SpanCapture::kAssert, n.byte); return;
+      case Node::kEmpty:
+        return;
+      case Node::kChar:
+        emit(SpanCapture::kChar, n.byte);
+        return;
+      case Node::kClass:
+        emit(SpanCapture::kClass, 0, n.cls);
+        return;
+      case Node::kAssert:
+        emit(SpanCapture::kAssert, n.byte);
+        return;
       case Node::kConcat:
         for (const auto& s : n.subs) compile(*s);
         return;
@@ -420,7 +449,8 @@ std::unique_ptr<const SpanCapture> SpanCapture::compile(std::string_view pattern
   SpanCaptureCompiler c;
   c.p = pattern;
   auto root = c.parseAlt();
-  if (!c.ok || c.i != pattern.size() || !root || c.groups > 120) return nullptr;  // 2 * groups + 1 fits a byte
+  if (!c.ok || c.i != pattern.size() || !root || c.groups > 120)
+    return nullptr;  // 2 * groups + 1 fits a byte
   c.compile(*root);
   c.emit(kMatch);
   // A loop followed by a literal byte: its run can only stop where that byte is.
@@ -430,6 +460,7 @@ std::unique_ptr<const SpanCapture> SpanCapture::compile(std::string_view pattern
   auto sc = std::unique_ptr<SpanCapture>(new SpanCapture());
   sc->prog_ = std::move(c.prog);
   sc->classes_ = std::move(c.classes);
+  sc->first_ = sc->firstBytes();
   sc->groups_ = c.groups;
   sc->splits_ = c.splits;
   return sc;
@@ -456,7 +487,55 @@ int SpanCapture::stopAfter(const Inst& in, const unsigned char* t, int from, int
   return q < end ? q : -1;
 }
 
+// The bytes a match can begin with (over-approximated: assertions pass; every byte if the
+// pattern can match without consuming one), from the instructions reachable without one.
+SpanCapture::Class SpanCapture::firstBytes() const {
+  Class first;
+  std::vector<bool> seen(prog_.size());
+  std::vector<int> todo{0};
+  while (!todo.empty()) {
+    const auto pc = static_cast<size_t>(todo.back());
+    todo.pop_back();
+    if (pc >= prog_.size() || seen[pc]) continue;
+    seen[pc] = true;
+    const Inst& in = prog_[pc];
+    switch (in.op) {
+      case kChar:
+        first.bits[in.arg >> 6] |= uint64_t{1} << (in.arg & 63);
+        break;
+      case kClass:
+      case kStar:
+        for (int w = 0; w < 4; ++w) first.bits[w] |= classes_[static_cast<size_t>(in.x)].bits[w];
+        if (in.op == kStar) todo.push_back(static_cast<int>(pc) + 1);  // none of the loop's bytes
+        break;
+      case kSplit:
+        todo.push_back(in.x);
+        todo.push_back(in.y);
+        break;
+      case kJump:
+        todo.push_back(in.x);
+        break;
+      case kSave:
+      case kAssert:
+        todo.push_back(static_cast<int>(pc) + 1);
+        break;
+      case kMatch:
+        for (auto& w : first.bits) w = ~uint64_t{0};
+        return first;
+    }
+  }
+  return first;
+}
+
 bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* out) const {
+  return run(text, begin, end, true, out);
+}
+
+bool SpanCapture::search(std::string_view text, int* out) const {
+  return run(text, 0, text.size(), false, out);
+}
+
+bool SpanCapture::run(std::string_view text, size_t begin, size_t end, bool whole, int* out) const {
   if (begin > end || end > text.size() || end - begin > (1u << 24)) return false;
   const auto* t = reinterpret_cast<const unsigned char*>(text.data());
   size_t k = begin;
@@ -504,123 +583,143 @@ bool SpanCapture::capture(std::string_view text, size_t begin, size_t end, int* 
     return was;
   };
   const int e = static_cast<int>(end);
-  *sp++ = {kResume, 0, static_cast<int>(begin), 0};
-  while (sp != base) {
-    const Job j = *--sp;
-    int pc = j.pc, p = j.p;
-    switch (j.kind) {
-      case kResume: break;
-      case kUndo: out[j.pc] = j.p; continue;
-      case kShorter: {  // the greedy loop at pc, ending at q this time
-        const Inst& in = prog_[static_cast<size_t>(pc)];
-        const int q = stopBefore(in, t, p, j.q);
-        if (q < 0) continue;
-        if (q > p) *sp++ = {kShorter, pc, p, q - 1};
-        if (seen(in.id, q)) continue;
-        pc = pc + 1, p = q;
-        break;
-      }
-      case kLonger: {  // the lazy loop at pc, one byte more than p
-        const Inst& in = prog_[static_cast<size_t>(pc)];
-        if (p >= e || !classes_[static_cast<size_t>(in.x)].has(t[p])) continue;
-        p = stopAfter(in, t, p + 1, e);
-        if (p < 0) continue;
-        *sp++ = {kLonger, pc, p, 0};
-        if (seen(in.id, p)) continue;
-        ++pc;
-        break;
-      }
-    }
-    for (;;) {
-      if (budget-- == 0) return false;
-      if (sp >= limit) grow();
-      const Inst& in = prog_[static_cast<size_t>(pc)];
-      bool go = true;
-      switch (in.op) {
-        case kChar:
-          go = p < e && t[p] == in.arg;
-          ++pc, ++p;
+  // Whole: the one parse from begin that ends at end. Else the first start from which a parse
+  // ends anywhere (RE2's unanchored leftmost-first match: the leftmost start, its first parse);
+  // a state that failed for one start fails for the next, so the marks stay.
+  for (int start = static_cast<int>(begin);; ++start) {
+    if (!whole)  // no match starts where its first byte cannot be (an empty one could: then all
+                 // can)
+      while (start < e && !first_.has(t[start])) ++start;
+    *sp++ = {kResume, 0, start, 0};
+    while (sp != base) {
+      const Job j = *--sp;
+      int pc = j.pc, p = j.p;
+      switch (j.kind) {
+        case kResume:
           break;
-        case kClass:
-          go = p < e && classes_[static_cast<size_t>(in.x)].has(t[p]);
-          ++pc, ++p;
+        case kUndo:
+          out[j.pc] = j.p;
+          continue;
+        case kShorter: {  // the greedy loop at pc, ending at q this time
+          const Inst& in = prog_[static_cast<size_t>(pc)];
+          const int q = stopBefore(in, t, p, j.q);
+          if (q < 0) continue;
+          if (q > p) *sp++ = {kShorter, pc, p, q - 1};
+          if (seen(in.id, q)) continue;
+          pc = pc + 1, p = q;
           break;
-        case kStar: {
-          if (in.arg) {  // greedy: the whole run first, then shorter ones
-            const Class& c = classes_[static_cast<size_t>(in.x)];
-            int q = p;
-            while (q < e && c.has(t[q])) ++q;
-            q = stopBefore(in, t, p, in.y != 0 ? std::min(q, e - 1) : q);  // the byte must be in the span
-            if (q < 0) {
-              go = false;
-              break;
+        }
+        case kLonger: {  // the lazy loop at pc, one byte more than p
+          const Inst& in = prog_[static_cast<size_t>(pc)];
+          if (p >= e || !classes_[static_cast<size_t>(in.x)].has(t[p])) continue;
+          p = stopAfter(in, t, p + 1, e);
+          if (p < 0) continue;
+          *sp++ = {kLonger, pc, p, 0};
+          if (seen(in.id, p)) continue;
+          ++pc;
+          break;
+        }
+      }
+      for (;;) {
+        if (budget-- == 0) return false;
+        if (sp >= limit) grow();
+        const Inst& in = prog_[static_cast<size_t>(pc)];
+        bool go = true;
+        switch (in.op) {
+          case kChar:
+            go = p < e && t[p] == in.arg;
+            ++pc, ++p;
+            break;
+          case kClass:
+            go = p < e && classes_[static_cast<size_t>(in.x)].has(t[p]);
+            ++pc, ++p;
+            break;
+          case kStar: {
+            if (in.arg) {  // greedy: the whole run first, then shorter ones
+              const Class& c = classes_[static_cast<size_t>(in.x)];
+              int q = p;
+              while (q < e && c.has(t[q])) ++q;
+              q = stopBefore(in, t, p,
+                             in.y != 0 ? std::min(q, e - 1) : q);  // the byte must be in the span
+              if (q < 0) {
+                go = false;
+                break;
+              }
+              if (q > p) *sp++ = {kShorter, pc, p, q - 1};
+              if (seen(in.id, q)) {
+                go = false;
+                break;
+              }
+              p = q;
+            } else {  // lazy: none first, then longer ones
+              p = stopAfter(in, t, p, e);
+              if (p < 0) {
+                go = false;
+                break;
+              }
+              *sp++ = {kLonger, pc, p, 0};
+              if (seen(in.id, p)) {
+                go = false;
+                break;
+              }
             }
-            if (q > p) *sp++ = {kShorter, pc, p, q - 1};
-            if (seen(in.id, q)) {
-              go = false;
-              break;
-            }
-            p = q;
-          } else {  // lazy: none first, then longer ones
-            p = stopAfter(in, t, p, e);
-            if (p < 0) {
-              go = false;
-              break;
-            }
-            *sp++ = {kLonger, pc, p, 0};
+            ++pc;
+            break;
+          }
+          case kSplit:
             if (seen(in.id, p)) {
               go = false;
               break;
             }
-          }
-          ++pc;
-          break;
-        }
-        case kSplit:
-          if (seen(in.id, p)) {
-            go = false;
+            *sp++ = {kResume, in.y, p, 0};
+            pc = in.x;
+            break;
+          case kJump:
+            pc = in.x;
+            break;
+          case kSave:
+            *sp++ = {kUndo, in.arg, out[in.arg], 0};
+            out[in.arg] = p;
+            ++pc;
+            break;
+          case kAssert: {
+            const size_t at = static_cast<size_t>(p);
+            switch (in.arg) {
+              case kBeginText:
+                go = at == 0;
+                break;
+              case kEndText:
+                go = at == text.size();
+                break;
+              case kBeginLine:
+                go = at == 0 || t[at - 1] == '\n';
+                break;
+              case kEndLine:
+                go = at == text.size() || t[at] == '\n';
+                break;
+              default: {
+                const bool before = at > 0 && isWordByte(t[at - 1]);
+                const bool after = at < text.size() && isWordByte(t[at]);
+                go = (before != after) == (in.arg == kWordBoundary);
+              }
+            }
+            ++pc;
             break;
           }
-          *sp++ = {kResume, in.y, p, 0};
-          pc = in.x;
-          break;
-        case kJump:
-          pc = in.x;
-          break;
-        case kSave:
-          *sp++ = {kUndo, in.arg, out[in.arg], 0};
-          out[in.arg] = p;
-          ++pc;
-          break;
-        case kAssert: {
-          const size_t at = static_cast<size_t>(p);
-          switch (in.arg) {
-            case kBeginText: go = at == 0; break;
-            case kEndText: go = at == text.size(); break;
-            case kBeginLine: go = at == 0 || t[at - 1] == '\n'; break;
-            case kEndLine: go = at == text.size() || t[at] == '\n'; break;
-            default: {
-              const bool before = at > 0 && isWordByte(t[at - 1]);
-              const bool after = at < text.size() && isWordByte(t[at]);
-              go = (before != after) == (in.arg == kWordBoundary);
+          case kMatch:
+            if (p == e || !whole) {
+              out[0] = start;
+              out[1] = p;
+              return true;
             }
-          }
-          ++pc;
-          break;
+            go = false;
+            break;
         }
-        case kMatch:
-          if (p == e) {
-            out[0] = static_cast<int>(begin);
-            out[1] = e;
-            return true;
-          }
-          go = false;
-          break;
+        if (!go) break;
       }
-      if (!go) break;
     }
+    if (whole || start >= e) return false;
   }
-  return false;
 }
 
 }  // namespace faultline::common

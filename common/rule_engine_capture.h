@@ -36,9 +36,20 @@ class SpanCapture {
   // byte >= 0x80 in the span, no parse, or the step budget spent).
   bool capture(std::string_view text, size_t begin, size_t end, int* out) const;
 
+  // RE2's unanchored match in `text` and its groups, as capture() gives them (out[0], out[1]: the
+  // match). False: no match, or undecided (a byte >= 0x80 in the text, the step budget spent).
+  bool search(std::string_view text, int* out) const;
+
  private:
   enum Op : uint8_t { kChar, kClass, kStar, kSplit, kJump, kSave, kAssert, kMatch };
-  enum Assert : uint8_t { kBeginText, kEndText, kBeginLine, kEndLine, kWordBoundary, kNotWordBoundary };
+  enum Assert : uint8_t {
+    kBeginText,
+    kEndText,
+    kBeginLine,
+    kEndLine,
+    kWordBoundary,
+    kNotWordBoundary
+  };
   struct Inst {
     Op op;
     uint8_t arg;  // kChar: the byte; kAssert: an Assert; kSave: the slot; kStar: 1 greedy, 0 lazy
@@ -50,6 +61,7 @@ class SpanCapture {
     uint64_t bits[4] = {0, 0, 0, 0};
     bool has(uint8_t c) const { return (bits[c >> 6] >> (c & 63)) & 1; }
   };
+  bool run(std::string_view text, size_t begin, size_t end, bool whole, int* out) const;
   static int stopBefore(const Inst& in, const unsigned char* t, int lo, int q);
   int stopAfter(const Inst& in, const unsigned char* t, int from, int end) const;
   friend struct SpanCaptureCompiler;
@@ -57,6 +69,8 @@ class SpanCapture {
   std::vector<Class> classes_;
   int groups_ = 0;
   int splits_ = 0;
+  Class first_;  // the bytes a match can begin with
+  Class firstBytes() const;
 };
 
 }  // namespace faultline::common

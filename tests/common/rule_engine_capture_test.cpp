@@ -1,5 +1,6 @@
 // SpanCapture (common/rule_engine_capture.h) against RE2: for a text RE2 matches, the groups
-// SpanCapture finds over RE2's match must be RE2's own groups, exactly. Checked on every shipped
+// SpanCapture finds over RE2's match, and the match and groups of its own search of the text,
+// must be RE2's own, exactly; where RE2 finds no match, neither does its search. Checked on every shipped
 // rule's examples and mutations of them, on patterns built to hit the priority rules (greedy and
 // lazy repeats, alternatives, counted repeats, flags, anchors and word boundaries at the span's
 // edges) over random texts, and through the engine (a span it leaves to RE2).
@@ -41,18 +42,27 @@ std::optional<Offsets> re2Groups(const RE2& re, std::string_view text) {
 }
 
 struct Tally {
-  size_t compared = 0, decided = 0;
+  size_t compared = 0, decided = 0, searched = 0;
 };
 
-// If RE2 matches `text`, SpanCapture over RE2's match gives RE2's groups (or leaves it undecided).
+// If RE2 matches `text`, SpanCapture over RE2's match gives RE2's groups (or leaves it undecided),
+// and so does its own search of the text; if RE2 does not, neither does the search.
 void compareOn(const RE2& re, const SpanCapture& sc, std::string_view text, Tally* tally) {
+  INFO("pattern " << re.pattern() << "\ntext    " << text);
   const auto want = re2Groups(re, text);
-  if (!want) return;
+  Offsets got(2 * static_cast<size_t>(sc.groups() + 1));
+  const bool found = sc.search(text, got.data());
+  if (!want) {
+    CHECK_FALSE(found);
+    return;
+  }
   ++tally->compared;
-  Offsets got(want->size());
+  if (found) {
+    ++tally->searched;
+    CHECK(got == *want);
+  }
   if (!sc.capture(text, static_cast<size_t>((*want)[0]), static_cast<size_t>((*want)[1]), got.data())) return;
   ++tally->decided;
-  INFO("pattern " << re.pattern() << "\ntext    " << text);
   CHECK(got == *want);
 }
 
@@ -96,6 +106,7 @@ TEST_CASE("span capture: RE2's groups on every shipped rule's examples and mutat
   CHECK(compiled + 2 > rules);
   CHECK(tally.compared > 5000);
   CHECK(tally.decided == tally.compared);  // all ASCII, none near the step budget
+  CHECK(tally.searched == tally.compared);
 }
 
 TEST_CASE("span capture: priority rules of RE2 on random texts", "[capture]") {
@@ -148,6 +159,7 @@ TEST_CASE("span capture: priority rules of RE2 on random texts", "[capture]") {
   }
   CHECK(tally.compared > 20000);
   CHECK(tally.decided == tally.compared);
+  CHECK(tally.searched == tally.compared);
 }
 
 TEST_CASE("span capture: what it does not implement is not compiled, a non-ASCII span is left undecided", "[capture]") {
@@ -159,6 +171,7 @@ TEST_CASE("span capture: what it does not implement is not compiled, a non-ASCII
   const std::string text = "CE on DIMM_\xc3\xa9";  // "é": RE2 takes a UTF-8 character as one
   std::vector<int> out(4);
   CHECK_FALSE(sc->capture(text, 3, text.size(), out.data()));
+  CHECK_FALSE(sc->search(text, out.data()));
   CHECK(sc->capture("CE on DIMM_A1", 3, 13, out.data()));
   CHECK(out == std::vector<int>{3, 13, 6, 13});
 }
