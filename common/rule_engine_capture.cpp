@@ -10,6 +10,8 @@ namespace {
 
 constexpr size_t kMaxInsts = 4096;
 constexpr int kMaxRepeat = 1000;  // RE2's limit for {n,m}
+// Longer matches are left to RE2 (the visited marks grow with splits x bytes).
+constexpr size_t kMaxSpan = 64 << 10;
 
 struct Node {
   enum Kind { kEmpty, kChar, kClass, kAssert, kConcat, kAlt, kRepeat, kGroup } kind = kEmpty;
@@ -536,7 +538,7 @@ bool SpanCapture::search(std::string_view text, int* out) const {
 }
 
 bool SpanCapture::run(std::string_view text, size_t begin, size_t end, bool whole, int* out) const {
-  if (begin > end || end > text.size() || end - begin > (1u << 24)) return false;
+  if (begin > end || end > text.size() || end - begin > kMaxSpan) return false;
   const auto* t = reinterpret_cast<const unsigned char*>(text.data());
   size_t k = begin;
   for (uint64_t w; k + 8 <= end; k += 8)

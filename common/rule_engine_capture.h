@@ -8,9 +8,11 @@
 // [begin, end) of RE2's match, it explores the parses of text[begin, end) in the priority order
 // RE2 defines (leftmost-first: alternatives left to right, greedy repeats longest first, lazy
 // ones shortest first) and takes the first that ends at `end` — what RE2's anchored full-match
-// submatch search returns. Patterns outside the subset are not compiled (null); a span holding a
-// byte >= 0x80 (UTF-8 decoding would matter) or one whose search exceeds its step budget is left
-// undecided: RE2 answers those. tests/common/rule_engine_capture_test.cpp compares it with RE2.
+// submatch search returns. search() finds the match itself as RE2's unanchored search would (the
+// leftmost start, its first parse), sparing RE2's reverse DFA. Patterns outside the subset are not
+// compiled (null); a text holding a byte >= 0x80 (UTF-8 decoding would matter), a span over 64 KiB
+// or a search past its step budget is left undecided: RE2 answers those.
+// tests/common/rule_engine_capture_test.cpp compares it with RE2.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,7 @@ class SpanCapture {
   // The groups of the leftmost-first parse of text[begin, end) as a whole: out[2k], out[2k+1] the
   // offsets of group k in `text` (-1, -1: it took no part; group 0 is [begin, end)); out holds
   // 2 * (groups() + 1) ints. ^, $ and \b see the bytes around the span. False: undecided (a
-  // byte >= 0x80 in the span, no parse, or the step budget spent).
+  // byte >= 0x80 in the span, a span over 64 KiB, no parse, or the step budget spent).
   bool capture(std::string_view text, size_t begin, size_t end, int* out) const;
 
   // RE2's unanchored match in `text` and its groups, as capture() gives them (out[0], out[1]: the
