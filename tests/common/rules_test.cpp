@@ -374,7 +374,7 @@ TEST_CASE("the Xid pack is one table: every record gets the rule and captures of
   CHECK(won > 1000);
 }
 
-TEST_CASE("templates: {host} is the record's host, then the node found; {node_default} the context's node", "[rules]") {
+TEST_CASE("templates: {host} is the record's host, then the node found, {node_default} the context's node", "[rules]") {
   auto rules = std::make_shared<RuleSet>();
   Rule rule;
   rule.id = "t.disk";
