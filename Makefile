@@ -67,6 +67,7 @@ package: build
 	cd $(BUILD) && cpack -G DEB
 
 bench: build
+	cmake --build $(BUILD) -j$(JOBS) --target faultline_bench
 	@bash bench/startup.sh $(BUILD)
 	@bash bench/extract.sh $(BUILD)
 

@@ -21,6 +21,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 agent=$build/agent/faultline-agent
+# The bench programs are not in `make build`: build what this script runs (quiet when up to date).
+cmake --build "$build" -j2 --target faultline-agent agent_bench_receiver >/dev/null
 receiver=$build/bench/agent_bench_receiver
 for b in "$agent" "$receiver"; do
   [[ -x $b ]] || { echo "missing $b: cmake --build $build --target faultline-agent agent_bench_receiver" >&2; exit 1; }

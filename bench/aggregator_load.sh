@@ -31,6 +31,8 @@ if [[ $# -gt 0 && $1 != -- ]]; then build=$1; shift; fi
 [[ ${1:-} == -- ]] && shift
 agg=${AGGREGATOR:-$build/aggregator/faultline-aggregator}
 cli=$build/aggregator/faultline
+# The bench programs are not in `make build`: build what this script runs (quiet when up to date).
+cmake --build "$build" -j2 --target faultline-aggregator aggregator_load >/dev/null
 gen=$build/bench/aggregator_load
 for b in "$agg" "$cli" "$gen"; do
   [[ -x $b ]] || { echo "missing $b: make build" >&2; exit 1; }

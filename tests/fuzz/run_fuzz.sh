@@ -4,7 +4,7 @@
 # Seeds: tests/fuzz/seeds/<name>/ (hand-written inputs and every input that once failed) plus the
 # files the globs (relative to SOURCE_DIR) name: the golden fixtures and samples.
 # FAULTLINE_FUZZ_SECONDS unset (ctest, `make test`): a short run (FAULTLINE_FUZZ_SHORT seconds,
-# default 10) over the seeds into a fresh corpus. Set (`make fuzz`): that long, into a corpus kept
+# default 4) over the seeds into a fresh corpus. Set (`make fuzz`): that long, into a corpus kept
 # in WORK_DIR/corpus/<name> across runs. Prints one summary line: inputs tried, seconds, the
 # coverage libFuzzer reached (cov: edges, ft: features), corpus.
 # A crash, leak, timeout or sanitizer report fails the run; the input is saved as
@@ -16,7 +16,7 @@ if [ -n "${FAULTLINE_FUZZ_SECONDS:-}" ]; then
   secs=$FAULTLINE_FUZZ_SECONDS
   corpus=$work/corpus/$name
 else
-  secs=${FAULTLINE_FUZZ_SHORT:-10}
+  secs=${FAULTLINE_FUZZ_SHORT:-4}
   corpus=$work/short/$name
   rm -rf "$corpus"
 fi
