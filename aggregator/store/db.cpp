@@ -69,7 +69,7 @@ std::unique_ptr<Db> Db::open(const std::string& target, bool read_only, std::str
 }
 
 StmtImpl* Db::cached(std::string_view sql) {
-  auto it = cache_.find(std::string(sql));
+  auto it = cache_.find(sql);
   if (it != cache_.end()) return it->second.get();
   auto s = prepareKept(sql);
   if (!s || !s->ok()) return nullptr;

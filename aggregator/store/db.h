@@ -141,7 +141,12 @@ class Db {
   void clearCache() { cache_.clear(); }
 
  private:
-  std::unordered_map<std::string, std::unique_ptr<StmtImpl>> cache_;
+  // Looked up by string_view (no copy of a long multi-row statement's text per lookup).
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>()(v); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<StmtImpl>, TextHash, std::equal_to<>> cache_;
 };
 
 // BEGIN (IMMEDIATE) on construction; ROLLBACK on destruction unless commit() succeeded. Inside an

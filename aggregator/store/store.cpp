@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -183,41 +184,44 @@ bool appendJsonString(std::string& out, std::string_view v) {
 }  // namespace
 
 std::string symptomJsonText(const common::Symptom& s) {
-  // The keys in std::map order, as dump() writes them.
+  // The keys in std::map order, as dump() writes them. Each key is appended with its quotes,
+  // colon and the comma before it as one literal of known length (the key text was ~35 % of the
+  // cost when it went through strlen and four appends).
   std::string out;
-  out.reserve(256 + s.summary.size() + s.evidence.size() * 160);
+  size_t text = s.summary.size() + s.symptom.size() + s.node.size() + s.device.size() + s.source.size() +
+                s.rule_id.size() + s.category.size() + s.boot_id.size();
+  for (const auto& e : s.evidence) text += e.size() + 3;
+  for (const auto& [k, v] : s.fields) text += k.size() + v.size() + 6;
+  out.reserve(320 + text + text / 8);
   bool ok = true;
-  auto key = [&](const char* k) {
-    out += out.empty() ? "{\"" : ",\"";
-    out += k;
-    out += "\":";
-  };
-  auto str = [&](const char* k, std::string_view v) {
+  auto key = [&](std::string_view k) { out.append(k.data(), k.size()); };
+  auto str = [&](std::string_view k, std::string_view v) {
     key(k);
     ok = appendJsonString(out, v) && ok;
   };
-  auto num = [&](const char* k, int64_t v) {
+  auto num = [&](std::string_view k, int64_t v) {
     key(k);
-    out += std::to_string(v);
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, static_cast<size_t>(r.ptr - buf));
   };
-  auto boolean = [&](const char* k, bool v) {
+  auto boolean = [&](std::string_view k, bool v) {
     key(k);
-    out += v ? "true" : "false";
+    out += v ? std::string_view("true") : std::string_view("false");
   };
-  str("boot_id", s.boot_id);
-  str("category", s.category);
-  num("count", s.count);
-  str("device", s.device);
-  key("evidence");
-  out.push_back('[');
+  using namespace std::string_view_literals;
+  str("{\"boot_id\":"sv, s.boot_id);
+  str(",\"category\":"sv, s.category);
+  num(",\"count\":"sv, s.count);
+  str(",\"device\":"sv, s.device);
+  key(",\"evidence\":["sv);
   for (size_t i = 0; i < s.evidence.size(); ++i) {
     if (i) out.push_back(',');
     ok = appendJsonString(out, s.evidence[i]) && ok;
   }
   out.push_back(']');
-  boolean("fallback_root", s.fallback_root);
-  key("fields");
-  out.push_back('{');
+  boolean(",\"fallback_root\":"sv, s.fallback_root);
+  key(",\"fields\":{"sv);
   bool first = true;
   for (const auto& [k, v] : s.fields) {
     if (!first) out.push_back(',');
@@ -227,18 +231,18 @@ std::string symptomJsonText(const common::Symptom& s) {
     ok = appendJsonString(out, v) && ok;
   }
   out.push_back('}');
-  num("first_ns", s.first_ns);
-  num("last_ns", s.last_ns);
-  str("node", s.node);
-  str("role", common::roleName(s.role));
-  str("rule_id", s.rule_id);
-  str("severity", common::severityName(s.severity));
-  str("source", s.source);
-  str("source_kind", common::sourceKindName(s.source_kind));
-  str("sub_domain", common::subDomainName(s.sub_domain));
-  str("summary", s.summary);
-  str("symptom", s.symptom);
-  boolean("time_known", s.time_known);
+  num(",\"first_ns\":"sv, s.first_ns);
+  num(",\"last_ns\":"sv, s.last_ns);
+  str(",\"node\":"sv, s.node);
+  str(",\"role\":"sv, common::roleName(s.role));
+  str(",\"rule_id\":"sv, s.rule_id);
+  str(",\"severity\":"sv, common::severityName(s.severity));
+  str(",\"source\":"sv, s.source);
+  str(",\"source_kind\":"sv, common::sourceKindName(s.source_kind));
+  str(",\"sub_domain\":"sv, common::subDomainName(s.sub_domain));
+  str(",\"summary\":"sv, s.summary);
+  str(",\"symptom\":"sv, s.symptom);
+  boolean(",\"time_known\":"sv, s.time_known);
   out.push_back('}');
   // Not UTF-8 somewhere: whatever dump() does with it (the previous path's behaviour).
   return ok ? out : symptomToJson(s).dump();
