@@ -1,5 +1,8 @@
 #include "aggregator/ingest/zmq_endpoint.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "common/protocol.h"
@@ -64,6 +67,8 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
 }
 
 ZmqEndpoint::~ZmqEndpoint() {
+  stopStore();  // run() has done it, unless it never ran or left by an exception
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   // Sockets before the context: context_t's destructor waits for open sockets.
   router_.reset();
   zap_.reset();
@@ -142,18 +147,41 @@ void ZmqEndpoint::reload() {
 
 void ZmqEndpoint::run() {
   if (!router_) return;
+  const bool grouped = !options_.legacy_ingest;
+  if (grouped) {
+    if (wake_fd_ < 0) wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) {
+      logLine("faultline-aggregator: ingest: eventfd failed; passes are stored on the socket thread");
+    } else {
+      store_quit_ = false;
+      store_thread_ = std::thread([this] { storeLoop(); });
+    }
+  }
+  const bool pipelined = store_thread_.joinable();
   while (!stop_) {
     if (reload_requested_.exchange(false)) reload();
-    zmq::pollitem_t items[] = {{zap_->handle(), 0, ZMQ_POLLIN, 0}, {router_->handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[] = {{zap_->handle(), 0, ZMQ_POLLIN, 0},
+                               {router_->handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, pipelined ? wake_fd_ : -1, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(options_.poll_ms));
+      zmq::poll(items, pipelined ? 3 : 2, std::chrono::milliseconds(options_.poll_ms));
       if (items[0].revents & ZMQ_POLLIN) handleZap();
-      if (items[1].revents & ZMQ_POLLIN) handleRouter();
+      if (pipelined && (items[2].revents & ZMQ_POLLIN)) {
+        uint64_t n;
+        while (::read(wake_fd_, &n, sizeof n) == sizeof n) {
+        }
+        awaitStore();
+      }
+      if (items[1].revents & ZMQ_POLLIN) {
+        if (!grouped) handleRouter();
+        else readPass();
+      }
     } catch (const zmq::error_t& e) {
-      if (e.num() == ETERM) return;
+      if (e.num() == ETERM) break;
       logLine(std::string("faultline-aggregator: ingest: zmq: ") + e.what());
     }
   }
+  stopStore();
 }
 
 // ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, credentials...];
@@ -205,47 +233,31 @@ bool ZmqEndpoint::recvMessage(std::vector<zmq::message_t>* frames) {
 }
 
 void ZmqEndpoint::handleRouter() {
-  if (!options_.legacy_ingest) return handleRouterGrouped();
   // Drain what is queued now (bounded, so ZAP requests are not starved by a flood), all of it in
   // one group commit: one fsync per pass instead of one per batch. Acks go out after the commit.
+  Outcome out;
   const bool group = ingestor_.beginGroup();
-  struct Flush {
-    ZmqEndpoint* self;
-    bool group;
-    ~Flush() {
-      if (group && !self->ingestor_.endGroup()) {
-        // Nothing of this pass is stored: no acks, the agents resend.
-        self->logLine("faultline-aggregator: ingest: group commit failed; " +
-                      std::to_string(self->pending_acks_.size()) + " batches will be resent");
-        self->pending_acks_.clear();
-      }
-      self->sendAcks();
-    }
-  } flush{this, group};
   std::vector<zmq::message_t> frames;
   for (int n = 0; n < 256; ++n) {
-    if (!recvMessage(&frames)) return;
-    handleMessage(frames);
+    if (!recvMessage(&frames)) break;
+    Screened s;
+    if (screen(frames, &s)) dispatch(s, out);
     // The HTTP API or the verdict engine wants the store: commit and ack what we have, the
     // rest of the queue is read at the next poll.
-    if (group && ingestor_.othersWaiting()) return;
+    if (group && ingestor_.othersWaiting()) break;
   }
+  if (group && !ingestor_.endGroup()) {
+    // Nothing of this pass is stored: no acks, the agents resend.
+    out.logs.push_back("faultline-aggregator: ingest: group commit failed; " + std::to_string(out.acks.size()) +
+                       " batches will be resent");
+    out.acks.clear();
+  }
+  finish(out);
 }
 
-// One pass of the grouped writer: read what is queued (at most max_pass messages), screen and
-// decode the batches with no store lock held, then write them all in one group and ack after
-// its commit. Heartbeats and relay batches go through dispatch() inside the group, in order.
-void ZmqEndpoint::handleRouterGrouped() {
-  struct Item {
-    std::vector<zmq::message_t> frames;
-    std::unique_ptr<Screened> s;
-    std::optional<common::SymptomBatchData> batch;
-    uint64_t sequence = 0;
-  };
-  std::vector<Item> items;
-  items.reserve(64);
-  const int max_pass = options_.max_pass > 0 ? options_.max_pass : 1;
-  for (int n = 0; n < max_pass; ++n) {
+void ZmqEndpoint::fillPass(Pass& pass) {
+  const size_t max_pass = options_.max_pass > 0 ? static_cast<size_t>(options_.max_pass) : 1;
+  for (size_t n = 0; pass.items.size() < max_pass && n < max_pass; ++n) {
     Item it;
     if (!recvMessage(&it.frames)) break;
     it.s = std::make_unique<Screened>();
@@ -257,19 +269,89 @@ void ZmqEndpoint::handleRouterGrouped() {
         reject("", it.s->who, rejected.reason);
         continue;
       }
+      it.payloads = Store::payloadsFor(*it.batch);
     }
-    items.push_back(std::move(it));
+    pass.items.push_back(std::move(it));
   }
-  if (items.empty()) return;
+}
+
+void ZmqEndpoint::readPass() {
+  auto pass = std::make_unique<Pass>();
+  pass->items.reserve(64);
+  fillPass(*pass);
+  if (!store_thread_.joinable()) {  // no store thread (eventfd failed): store it here
+    if (!pass->items.empty()) storePass(*pass);
+    finish(pass->out);
+    return;
+  }
+  // Decoded while the store thread wrote the pass before; what arrived meanwhile joins this one.
+  awaitStore();
+  fillPass(*pass);
+  if (pass->items.empty()) return;
+  std::lock_guard lock(store_mu_);
+  store_pass_ = std::move(pass);
+  store_done_ = false;
+  store_cv_.notify_all();
+}
+
+void ZmqEndpoint::storeLoop() {
+  std::unique_lock lock(store_mu_);
+  while (true) {
+    store_cv_.wait(lock, [&] { return store_quit_ || (store_pass_ && !store_done_); });
+    if (store_pass_ && !store_done_) {
+      Pass* pass = store_pass_.get();
+      lock.unlock();
+      storePass(*pass);
+      lock.lock();
+      store_done_ = true;
+      store_cv_.notify_all();
+      const uint64_t one = 1;
+      if (::write(wake_fd_, &one, sizeof one) < 0) {
+        // The counter is full only if run() stopped reading it; awaitStore() does not need it.
+      }
+      continue;
+    }
+    if (store_quit_) return;
+  }
+}
+
+void ZmqEndpoint::awaitStore() {
+  std::unique_ptr<Pass> done;
+  {
+    std::unique_lock lock(store_mu_);
+    store_cv_.wait(lock, [&] { return !store_pass_ || store_done_; });
+    done = std::move(store_pass_);
+    store_done_ = false;
+  }
+  if (done) finish(done->out);
+}
+
+void ZmqEndpoint::stopStore() {
+  if (!store_thread_.joinable()) return;
+  awaitStore();
+  {
+    std::lock_guard lock(store_mu_);
+    store_quit_ = true;
+    store_cv_.notify_all();
+  }
+  store_thread_.join();
+}
+
+// One pass in one group, acked after its commit (by the run() thread, from pass.out). Heartbeats
+// and relay batches go through dispatch() inside the group, in order.
+void ZmqEndpoint::storePass(Pass& pass) {
+  auto& items = pass.items;
+  Outcome& out = pass.out;
   bool group = ingestor_.beginGroup();
+  size_t acked = 0;  // acks of groups already committed
   auto commit = [&] {
     if (group && !ingestor_.endGroup()) {
       // Nothing of this group is stored: no acks, the agents resend.
-      logLine("faultline-aggregator: ingest: group commit failed; " + std::to_string(pending_acks_.size()) +
-              " batches will be resent");
-      pending_acks_.clear();
+      out.logs.push_back("faultline-aggregator: ingest: group commit failed; " +
+                         std::to_string(out.acks.size() - acked) + " batches will be resent");
+      out.acks.resize(acked);
     }
-    sendAcks();
+    acked = out.acks.size();
   };
   // Consecutive batches go to the store as one run (a few statements per table for all of them);
   // heartbeats and relay batches between them keep their place.
@@ -277,13 +359,13 @@ void ZmqEndpoint::handleRouterGrouped() {
   for (size_t i = 0; i < items.size();) {
     size_t end = i;
     if (!items[i].batch) {
-      dispatch(*items[i].s);
+      dispatch(*items[i].s, out);
       end = i + 1;
     } else {
       while (end < items.size() && items[end].batch && end - i < kMaxRun) ++end;
       std::vector<Store::IngestInput> run;
       run.reserve(end - i);
-      for (size_t k = i; k < end; ++k) run.push_back({&*items[k].batch, items[k].s->routing_id});
+      for (size_t k = i; k < end; ++k) run.push_back({&*items[k].batch, items[k].s->routing_id, &items[k].payloads});
       std::vector<IngestResult> results;
       if (group) {
         results = ingestor_.ingestRun(run);
@@ -294,14 +376,14 @@ void ZmqEndpoint::handleRouterGrouped() {
         const auto& r = results[k - i];
         auto& it = items[k];
         if (r.status == IngestResult::Status::kRejected)
-          reject("", it.s->who, r.reason);  // counted by the Ingestor
+          note(out, "", it.s->who, r.reason);  // counted by the Ingestor
         else
-          pending_acks_.emplace_back(it.s->routing_id, common::encodeAck({it.s->routing_id, it.sequence}));
+          out.acks.emplace_back(it.s->routing_id, common::encodeAck({it.s->routing_id, it.sequence}));
       }
     }
     i = end;
-    // The HTTP API or the verdict engine wants the store: commit and ack what we have, let it
-    // in (beginGroup yields to it), and go on with the rest of the pass in a new group.
+    // The HTTP API or the verdict engine wants the store: commit what we have, let it in
+    // (beginGroup yields to it), and go on with the rest of the pass in a new group.
     if (group && i < items.size() && ingestor_.othersWaiting()) {
       commit();
       group = ingestor_.beginGroup();
@@ -310,8 +392,10 @@ void ZmqEndpoint::handleRouterGrouped() {
   commit();
 }
 
-void ZmqEndpoint::sendAcks() {
-  for (const auto& [routing_id, ack] : pending_acks_) {
+void ZmqEndpoint::finish(Outcome& out) {
+  for (const auto& line : out.logs) logLine(line);
+  out.logs.clear();
+  for (const auto& [routing_id, ack] : out.acks) {
     metrics_.add("faultline_acks_total");  // before the send: a test may read it on the ack
     try {
       router_->send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -322,12 +406,7 @@ void ZmqEndpoint::sendAcks() {
       logLine("faultline-aggregator: ingest: ack to " + printable(routing_id) + ": " + e.what());
     }
   }
-  pending_acks_.clear();
-}
-
-void ZmqEndpoint::handleMessage(std::vector<zmq::message_t>& frames) {
-  Screened s;
-  if (screen(frames, &s)) dispatch(s);
+  out.acks.clear();
 }
 
 bool ZmqEndpoint::screen(std::vector<zmq::message_t>& frames, Screened* s) {
@@ -369,7 +448,7 @@ bool ZmqEndpoint::screen(std::vector<zmq::message_t>& frames, Screened* s) {
   return true;
 }
 
-void ZmqEndpoint::dispatch(Screened& s) {
+void ZmqEndpoint::dispatch(Screened& s, Outcome& out) {
   const std::string& routing_id = s.routing_id;
   const std::string& host = s.host;
   const std::string& who = s.who;
@@ -382,29 +461,39 @@ void ZmqEndpoint::dispatch(Screened& s) {
                    : ingestor_.ingestBytes(payload, routing_id, host, &sequence);
     if (r.status == IngestResult::Status::kRejected) {
       // Counted by the Ingestor; only logged here.
-      return reject("", who, r.reason);
+      return note(out, "", who, r.reason);
     }
-    // Acked once the pass's group is committed (sendAcks).
-    pending_acks_.emplace_back(routing_id, common::encodeAck({routing_id, sequence}));
+    // Acked once the pass's group is committed.
+    out.acks.emplace_back(routing_id, common::encodeAck({routing_id, sequence}));
     return;
   }
   if (type == common::kTypeHeartbeat) {
     std::string reason;
     auto hb = common::decodeHeartbeat(payload, &reason);
-    if (!hb) return reject("heartbeat: decode: " + reason, who);
-    if (hb->hostname != host) return reject("heartbeat: hostname mismatch", who, "claims " + printable(hb->hostname));
-    if (!ingestor_.heartbeat(toInfo(*hb), routing_id, &reason)) return reject("", who, "heartbeat: " + reason);
+    if (!hb) return note(out, "heartbeat: decode: " + reason, who);
+    if (hb->hostname != host)
+      return note(out, "heartbeat: hostname mismatch", who, "claims " + printable(hb->hostname));
+    if (!ingestor_.heartbeat(toInfo(*hb), routing_id, &reason)) return note(out, "", who, "heartbeat: " + reason);
     return;
   }
-  reject("unknown type", who, printable(type));
+  note(out, "unknown type", who, printable(type));
 }
 
 // reason "" = already counted by the Ingestor.
-void ZmqEndpoint::reject(const std::string& reason, const std::string& who, const std::string& detail) {
-  if (!reason.empty()) ingestor_.countReject(reason);
+std::string ZmqEndpoint::rejectLine(const std::string& reason, const std::string& who, const std::string& detail) {
   std::string line = "faultline-aggregator: ingest: rejected from " + who + ": " + (reason.empty() ? detail : reason);
   if (!reason.empty() && !detail.empty()) line += " (" + detail + ")";
-  logLine(line);
+  return line;
+}
+
+void ZmqEndpoint::reject(const std::string& reason, const std::string& who, const std::string& detail) {
+  if (!reason.empty()) ingestor_.countReject(reason);
+  logLine(rejectLine(reason, who, detail));
+}
+
+void ZmqEndpoint::note(Outcome& out, const std::string& reason, const std::string& who, const std::string& detail) {
+  if (!reason.empty()) ingestor_.countReject(reason);
+  out.logs.push_back(rejectLine(reason, who, detail));
 }
 
 void ZmqEndpoint::logLine(const std::string& line) {

@@ -9,15 +9,22 @@
 // Threading: start() on any thread; then run() blocks the calling thread (normally a dedicated
 // one) until stop(). stop(), requestReload() and endpoint() are thread-safe. The endpoint owns
 // its zmq context (one ZAP handler per context). The Ingestor and Metrics must outlive it; they
-// are called from the run() thread. Never throws.
+// are called from the run() thread and, on the grouped path, from the store thread run() starts:
+// while the store thread writes one pass, the run() thread (the only one on the sockets) reads,
+// screens and decodes the next, and makes its payload texts; it sends a pass's acks and log
+// lines once the store thread has committed it. Never throws.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "aggregator/clock.h"
@@ -69,9 +76,6 @@ class ZmqEndpoint {
  private:
   void reload();
   void handleZap();
-  void handleRouter();
-  void handleRouterGrouped();
-  void handleMessage(std::vector<zmq::message_t>& frames);
   // The checks every message gets before its type matters (authenticated host, frame count,
   // size, received bytes, zstd, relay key vs type). false: rejected (counted, logged).
   struct Screened {
@@ -79,17 +83,50 @@ class ZmqEndpoint {
     common::UnwrappedPayload plain;
     bool relay = false;
   };
+  // What storing messages leaves for the run() thread: acks (routing id, encoded ack) to send once
+  // their group committed, and reject log lines.
+  struct Outcome {
+    std::vector<std::pair<std::string, std::string>> acks;
+    std::vector<std::string> logs;
+  };
+  // One pass of the grouped writer: read, screened, decoded and its payload texts made on the
+  // run() thread, stored on the store thread.
+  struct Item {
+    std::vector<zmq::message_t> frames;
+    std::unique_ptr<Screened> s;
+    std::optional<common::SymptomBatchData> batch;
+    Store::Payloads payloads;
+    uint64_t sequence = 0;
+  };
+  struct Pass {
+    std::vector<Item> items;
+    Outcome out;
+  };
+
+  void handleRouter();  // the legacy path, all on the run() thread
+  // The grouped path. run() thread: read what is queued into a pass (at most max_pass messages),
+  // wait for the store thread's previous pass (and send its acks), top the pass up with what
+  // arrived meanwhile and hand it over.
+  void readPass();
+  // Reads, screens and decodes queued messages into `pass` until it holds max_pass (or none is
+  // queued).
+  void fillPass(Pass& pass);
+  void storeLoop();           // the store thread
+  void storePass(Pass& pass);  // store thread: one group (or several, when others wait)
+  void awaitStore();          // run() thread: the pass being stored finished and its outcome sent
+  void stopStore();           // run() thread: the pass being stored finished, the thread joined
+  void finish(Outcome& out);  // run() thread: the log lines, then the acks
   bool screen(std::vector<zmq::message_t>& frames, Screened* s);
-  void dispatch(Screened& s);
+  void dispatch(Screened& s, Outcome& out);
   bool recvMessage(std::vector<zmq::message_t>* frames);
-  void sendAcks();
+  // Run()-thread rejects are logged at once; note() counts one and keeps its line in `out`.
   void reject(const std::string& reason, const std::string& who, const std::string& detail = "");
+  void note(Outcome& out, const std::string& reason, const std::string& who, const std::string& detail = "");
+  static std::string rejectLine(const std::string& reason, const std::string& who, const std::string& detail);
   void logLine(const std::string& line);
 
   Ingestor& ingestor_;
   Metrics& metrics_;
-  // Acks of the current pass: (routing id, encoded ack), sent once the pass's group committed.
-  std::vector<std::pair<std::string, std::string>> pending_acks_;
   const Clock& clock_;
   ZmqEndpointOptions options_;
   zmq::context_t ctx_;
@@ -102,7 +139,16 @@ class ZmqEndpoint {
   std::atomic<size_t> allowed_keys_{0};
   mutable std::mutex endpoint_mu_;
   std::string endpoint_;
-  // Rate limit for log lines: a window of one minute on the steady clock.
+  // The store thread (grouped path) and the pass it holds: handed over and taken back under
+  // store_mu_; wake_fd_ (an eventfd in run()'s poll) says a pass is done.
+  std::thread store_thread_;
+  std::mutex store_mu_;
+  std::condition_variable store_cv_;
+  std::unique_ptr<Pass> store_pass_;  // null: the store thread is idle
+  bool store_done_ = false;           // store_pass_ is stored, its outcome waits
+  bool store_quit_ = false;
+  int wake_fd_ = -1;
+  // Rate limit for log lines (run() thread): a window of one minute on the steady clock.
   int64_t log_window_start_ns_ = 0;
   int log_in_window_ = 0;
   uint64_t log_suppressed_ = 0;

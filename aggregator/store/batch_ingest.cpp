@@ -108,6 +108,18 @@ using BatchKey = std::tuple<std::string, std::string, uint64_t>;  // agent, boot
 
 }  // namespace
 
+Store::Payloads Store::payloadsFor(const common::SymptomBatchData& batch) {
+  Payloads p;
+  p.texts.reserve(batch.symptoms.size());
+  try {
+    for (const auto& s : batch.symptoms) p.texts.push_back(symptomJsonText(s));
+  } catch (const std::exception& e) {
+    p.texts.clear();
+    p.error = std::string("bad symptom text: ") + e.what();
+  }
+  return p;
+}
+
 std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& in) {
   std::vector<IngestResult> out(in.size());
   const int64_t now = clock_.nowNs();
@@ -116,7 +128,9 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   // written as JSON: the batch is refused, the others go on).
   struct Todo {
     size_t i;
-    std::vector<std::string> payloads;
+    Payloads own;                     // made here when the caller did not
+    const Payloads* made = nullptr;   // the caller's
+    const std::vector<std::string>& payloads() const { return made ? made->texts : own.texts; }
   };
   std::vector<Todo> todo;
   todo.reserve(in.size());
@@ -126,12 +140,11 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
       out[i] = rejectedResult(std::move(why));
       continue;
     }
-    Todo t{i, {}};
-    t.payloads.reserve(b.symptoms.size());
-    try {
-      for (const auto& s : b.symptoms) t.payloads.push_back(symptomJsonText(s));
-    } catch (const std::exception& e) {
-      out[i] = rejectedResult(std::string("bad symptom text: ") + e.what());
+    Todo t{i, {}, in[i].payloads};
+    if (!t.made) t.own = payloadsFor(b);
+    const Payloads& p = t.made ? *t.made : t.own;
+    if (!p.error.empty() || p.texts.size() != b.symptoms.size()) {
+      out[i] = rejectedResult(p.error.empty() ? "bad symptom text: payloads of another batch" : p.error);
       continue;
     }
     todo.push_back(std::move(t));
@@ -221,7 +234,7 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   std::vector<Row> rows;
   for (const Todo* t : stored) {
     const auto* b = in[t->i].batch;
-    for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads[k]});
+    for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads()[k]});
   }
   // Their ids, taken before the rows are written so that each symptom's is known (RETURNING's
   // row order is not promised) for the decoded-symptom cache: on SQLite after the table's

@@ -253,9 +253,18 @@ class Store {
   // multi-row statements per table (batch_ingest.cpp) instead of a dozen statements per batch —
   // on PostgreSQL one round trip per table and chunk. Inside a group a store failure fails the
   // group; outside, the run is one transaction and a store failure rejects all of it.
+  // A batch's symptoms as the payload texts ingestBatches writes, made before the store is taken:
+  // the ingest endpoint makes them on its socket thread while the store thread writes the pass
+  // before. `error` not empty: a symptom's text is not UTF-8 and the batch is refused with it.
+  struct Payloads {
+    std::vector<std::string> texts;
+    std::string error;
+  };
+  static Payloads payloadsFor(const common::SymptomBatchData& batch);
   struct IngestInput {
     const common::SymptomBatchData* batch;
-    std::string_view agent;  // the authenticated agent id
+    std::string_view agent;              // the authenticated agent id
+    const Payloads* payloads = nullptr;  // payloadsFor(*batch), or null: made by ingestBatches
   };
   std::vector<IngestResult> ingestBatches(const std::vector<IngestInput>& batches);
   // Records the agent's liveness, spool state and per-source status. false + *reason on reject.

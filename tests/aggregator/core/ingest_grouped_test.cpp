@@ -260,8 +260,14 @@ TEST_CASE("ingest: a run of batches in one call gives each batch's result and th
 
   std::vector<IngestResult> expected;
   for (const auto& [b, agent] : batches) expected.push_back(one->ingestBatch(b, agent));
+  // Every other batch comes with its payload texts made beforehand (as the ingest endpoint's
+  // socket thread makes them), the rest has ingestBatches make them.
+  std::vector<Store::Payloads> made(batches.size());
   std::vector<Store::IngestInput> in;
-  for (const auto& [b, agent] : batches) in.push_back({&b, agent});
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (i % 2 == 0) made[i] = Store::payloadsFor(batches[i].first);
+    in.push_back({&batches[i].first, batches[i].second, i % 2 == 0 ? &made[i] : nullptr});
+  }
   REQUIRE(run->beginGroup(nullptr));
   auto got = run->ingestBatches(in);
   REQUIRE(run->endGroup(nullptr));
@@ -320,6 +326,37 @@ TEST_CASE("ingest: a run of batches in one call gives each batch's result and th
     }
   }
   CHECK(one->nodeHistory("gpu-01", 0).size() == 2);  // agent_seen, boot-1 -> boot-2
+}
+
+TEST_CASE("ingest: a symptom text that is not UTF-8 refuses its batch, payloads made beforehand or not",
+          "[store][ingest]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  auto bad = makeSymptom("gpu-01", "gpu.xid79", kT0);
+  bad.summary = "\xC0\xAF";  // an overlong '/'
+  auto b1 = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid48", kT0), bad});
+  auto b2 = makeBatch("gpu-01", 2, {bad});
+  auto good = makeBatch("gpu-01", 3, {makeSymptom("gpu-01", "gpu.xid48", kT0 + kSec)});
+  const auto made1 = Store::payloadsFor(b1), made_good = Store::payloadsFor(good);
+  CHECK(made1.texts.empty());
+  CHECK(made1.error.rfind("bad symptom text: ", 0) == 0);
+  REQUIRE(made_good.error.empty());
+  REQUIRE(made_good.texts.size() == 1);
+  CHECK(made_good.texts[0] == symptomJsonText(good.symptoms[0]));
+  // Payloads of another batch (a count that does not fit) are refused too, not written.
+  auto other = makeBatch("gpu-01", 4, {makeSymptom("gpu-01", "a", kT0), makeSymptom("gpu-01", "b", kT0)});
+  auto got = store->ingestBatches(
+      {{&b1, "agent-gpu-01", &made1}, {&b2, "agent-gpu-01"}, {&good, "agent-gpu-01", &made_good},
+       {&other, "agent-gpu-01", &made_good}});
+  REQUIRE(got.size() == 4);
+  CHECK(got[0].status == IngestResult::Status::kRejected);
+  CHECK(got[0].reason == made1.error);
+  CHECK(got[1].status == IngestResult::Status::kRejected);
+  CHECK(got[1].reason == made1.error);  // the same words when ingestBatches makes them
+  CHECK(got[2].status == IngestResult::Status::kStored);
+  CHECK(got[3].status == IngestResult::Status::kRejected);
+  CHECK(store->counts().symptoms == 1);
 }
 
 TEST_CASE("store: a window's symptoms come in (node, id) order whatever their times", "[store][ingest]") {

@@ -107,6 +107,12 @@ struct Fixture {
     REQUIRE(endpoint->start(&error));
     thread = std::thread([this] { endpoint->run(); });
   }
+  // Allows gpu-01 and gpu-02 with these keys, then starts.
+  void startTwo(const KeyPair& a, const KeyPair& b) {
+    allow("gpu-01", a);
+    allow("gpu-02", b);
+    start();
+  }
   ~Fixture() {
     endpoint->stop();
     if (thread.joinable()) thread.join();
@@ -199,9 +205,7 @@ TEST_CASE("zmq endpoint: an unknown key is refused at the handshake and counted"
 TEST_CASE("zmq endpoint: a known key claiming another hostname is rejected and counted", "[zmq]") {
   Fixture f;
   KeyPair a, b;
-  f.allow("gpu-01", a);
-  f.allow("gpu-02", b);
-  f.start();
+  f.startTwo(a, b);
   auto c = f.client(a, "agent-gpu-02");
   c->send({"batch", batchBytes("gpu-02", 1)});  // gpu-01's key speaking for gpu-02
   common::HeartbeatData hb;
@@ -420,9 +424,7 @@ TEST_CASE("zmq endpoint: a burst is committed as a group and every batch acked o
   INFO("legacy ingest " << legacy);
   Fixture f(1 << 20, legacy);
   KeyPair a, b;
-  f.allow("gpu-01", a);
-  f.allow("gpu-02", b);
-  f.start();
+  f.startTwo(a, b);
   auto ca = f.client(a, "agent-gpu-01");
   auto cb = f.client(b, "agent-gpu-02");
   // Queued faster than one pass drains: several passes, each one group.
@@ -455,4 +457,38 @@ TEST_CASE("zmq endpoint: a burst is committed as a group and every batch acked o
   CHECK(f.store->counts().symptoms == 300 * 2 + 300);
   CHECK(f.store->counts().batches == 600);
   CHECK(early == 0);
+}
+
+TEST_CASE("zmq endpoint: the socket thread reads the next pass while the store thread writes one; acks follow "
+          "the commit, and a stop waits for both passes",
+          "[zmq]") {
+  Fixture f;
+  KeyPair a, b;
+  f.startTwo(a, b);
+  auto ca = f.client(a, "agent-gpu-01");
+  auto cb = f.client(b, "agent-gpu-02");
+  // The store held by this thread: the store thread's group waits for it.
+  REQUIRE(f.store->beginGroup(nullptr));
+  const auto b1 = batchBytes("gpu-01", 1, 3), b2 = batchBytes("gpu-02", 1, 2);
+  ca->send({"batch", b1});
+  cb->send({"batch", b2});
+  const uint64_t both = 2 * std::string_view(common::kTypeBatch).size() + b1.size() + b2.size();
+  // Both read and screened on the socket thread meanwhile (a single ingest thread would be
+  // waiting for the store after the first), and nothing acked.
+  const bool read_both =
+      waitFor([&] { return f.metrics.counter("faultline_ingest_received_bytes_total", "batch") == both; });
+  const uint64_t acks_while_held = f.metrics.counter("faultline_acks_total");
+  f.endpoint->stop();
+  REQUIRE(f.store->endGroup(nullptr));
+  CHECK(read_both);
+  CHECK(acks_while_held == 0);
+  f.thread.join();  // run() returns once the passes are stored and their acks sent
+  CHECK(f.metrics.counter("faultline_acks_total") == 2);
+  auto ack_a = ca->waitAck(), ack_b = cb->waitAck();
+  REQUIRE(ack_a);
+  REQUIRE(ack_b);
+  CHECK(ack_a->sequence == 1);
+  CHECK(ack_b->sequence == 1);
+  CHECK(f.store->counts().symptoms == 5);
+  CHECK(f.store->counts().batches == 2);
 }
