@@ -459,7 +459,7 @@ TEST_CASE("zmq endpoint: a burst is committed as a group and every batch acked o
   CHECK(early == 0);
 }
 
-TEST_CASE("zmq endpoint: the socket thread reads the next pass while the store thread writes one; acks follow "
+TEST_CASE("zmq endpoint: the socket thread reads the next pass while the store thread writes one, acks follow "
           "the commit, and a stop waits for both passes",
           "[zmq]") {
   Fixture f;
