@@ -111,32 +111,47 @@ std::optional<int64_t> parseTimestampNs(std::string_view s) {
 
 std::optional<int64_t> parseSlurmDuration(std::string_view s) {
   if (s.empty() || s == "UNLIMITED" || s == "Partition_Limit" || s == "INVALID") return 0;
+  // A number of at most 10 digits (the arithmetic below cannot overflow); nullopt otherwise.
+  auto number = [](std::string_view piece) -> std::optional<int64_t> {
+    if (piece.empty() || piece.size() > 10) return std::nullopt;
+    int64_t v = 0;
+    for (char c : piece) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      v = v * 10 + (c - '0');
+    }
+    return v;
+  };
   int64_t days = 0;
   auto dash = s.find('-');
   if (dash != std::string_view::npos) {
-    days = std::strtoll(std::string(s.substr(0, dash)).c_str(), nullptr, 10);
+    auto d = number(s.substr(0, dash));
+    if (!d) return std::nullopt;
+    days = *d;
     s = s.substr(dash + 1);
   }
   std::vector<int64_t> parts;
   size_t start = 0;
   while (true) {
     auto colon = s.find(':', start);
-    auto piece = s.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start);
-    if (piece.empty()) return std::nullopt;
-    for (char c : piece)
-      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    parts.push_back(std::strtoll(std::string(piece).c_str(), nullptr, 10));
+    auto piece = number(s.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    if (!piece) return std::nullopt;
+    parts.push_back(*piece);
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }
   int64_t secs = 0;
-  if (dash == std::string_view::npos && parts.size() == 1) return parts[0] * 60;  // minutes
-  if (parts.size() == 3) secs = parts[0] * 3600 + parts[1] * 60 + parts[2];
+  if (dash == std::string_view::npos && parts.size() == 1) secs = parts[0] * 60;  // minutes
+  else if (parts.size() == 3) secs = parts[0] * 3600 + parts[1] * 60 + parts[2];
   else if (parts.size() == 2) secs = (dash != std::string_view::npos) ? parts[0] * 3600 + parts[1] * 60
                                                                      : parts[0] * 60 + parts[1];
   else if (parts.size() == 1) secs = parts[0] * 3600;
   else return std::nullopt;
-  return days * 86400 + secs;
+  // Slurm keeps a time limit in minutes as a uint32 (0xfffffffe the largest; INFINITE prints as
+  // UNLIMITED): beyond that no Slurm printed it.
+  constexpr int64_t kMaxSec = int64_t{0xfffffffe} * 60;
+  const int64_t total = days * 86400 + secs;
+  if (total > kMaxSec) return std::nullopt;
+  return total;
 }
 
 std::string formatTimeNs(int64_t ns) {

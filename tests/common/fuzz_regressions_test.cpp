@@ -17,6 +17,21 @@ TEST_CASE("fuzz: job times whose nanoseconds leave int64 are refused (fuzz_job)"
   CHECK(*parseTimestampNs("1717236000.5") == 1717236000500000000);
 }
 
+TEST_CASE("fuzz: a Slurm time limit past what Slurm can hold is refused, not an overflow (fuzz_job)", "[fuzz]") {
+  // The input fuzz_job found (seeds/job/time-limit-overflow): UBSan saw 9223372036854775807 * 60
+  // after strtoll clamped a 90-digit minutes field.
+  CHECK_FALSE(parseSlurmDuration("2-00:" + std::string(90, '8') + "00:00"));
+  CHECK_FALSE(parseSlurmDuration(std::string(30, '9') + "-00:00:00"));
+  CHECK_FALSE(parseSlurmDuration("99999999999"));  // 11 digits of minutes
+  CHECK_FALSE(parseSlurmDuration("x-01:00:00"));   // days not a number
+  CHECK_FALSE(parseSlurmDuration("-01:00:00"));
+  CHECK(*parseSlurmDuration("4294967294") == int64_t{4294967294} * 60);  // Slurm's largest, in minutes
+  CHECK_FALSE(parseSlurmDuration("4294967295"));
+  CHECK(*parseSlurmDuration("365-00:00:00") == 365 * 86400);
+  CHECK(*parseSlurmDuration("1-12") == 86400 + 12 * 3600);
+  CHECK(*parseSlurmDuration("10:30") == 630);
+}
+
 TEST_CASE("fuzz: a rule file that is not UTF-8 is an error, not an assertion in the engine (fuzz_rules)", "[fuzz]") {
   const std::string file = "rules:\n"
                            "  - id: gpu.fuzz\n"
