@@ -219,6 +219,10 @@ std::optional<JobInfo> parseJobJson(std::string_view text, std::string* error) {
   }
   JobInfo job;
   job.job_id = j.contains("job_id") ? jsonString(j["job_id"]) : "";
+  if (j.contains("state") && !j["state"].is_string()) {
+    *error = "job.json: 'state' is not a string";
+    return std::nullopt;
+  }
   job.state = j.value("state", "");
   if (job.state.empty()) {
     *error = "job.json: missing 'state'";
@@ -335,7 +339,10 @@ std::optional<JobInfo> parseSacctJson(std::string_view text, std::string_view jo
   if (job.ntasks_per_node <= 0 && s.contains("steps") && s["steps"].is_array()) {
     for (const auto& step : s["steps"]) {
       if (!step.is_object() || !step.contains("tasks") || !step.contains("nodes")) continue;
-      std::string name = step.contains("step") && step["step"].is_object() ? step["step"].value("name", "") : "";
+      std::string name = step.contains("step") && step["step"].is_object() && step["step"].contains("name") &&
+                                 step["step"]["name"].is_string()
+                             ? step["step"]["name"].get<std::string>()
+                             : "";
       if (name == "batch" || name == "extern") continue;
       const json& t = step["tasks"];
       const json& n = step["nodes"];

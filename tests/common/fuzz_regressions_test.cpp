@@ -32,6 +32,21 @@ TEST_CASE("fuzz: a Slurm time limit past what Slurm can hold is refused, not an 
   CHECK(*parseSlurmDuration("10:30") == 630);
 }
 
+TEST_CASE("fuzz: a job.json 'state' that is not a string is refused with a reason, not thrown (fuzz_job)",
+          "[fuzz]") {
+  // seeds/job/state-number: nlohmann's value("state", "") threw type_error 302 on a number.
+  std::string error;
+  CHECK_FALSE(parseJobJson("{\n  \"job_id\": \"910011\",\n  \"state\": 8\n}\n", &error));
+  CHECK(error == "job.json: 'state' is not a string");
+  error.clear();
+  CHECK(parseJobJson(R"({"job_id": "1", "state": "FAILED"})", &error));
+  // A sacct step whose name is not a string is a step like any other.
+  error.clear();
+  CHECK_NOTHROW(parseSacctJson(R"({"jobs": [{"job_id": 7, "state": {"current": ["FAILED"]}, "steps": [)"
+                               R"({"step": {"name": 5}, "tasks": {"count": 2}, "nodes": {"list": ["a"]}}]}]})",
+                               "7", &error));
+}
+
 TEST_CASE("fuzz: a rule file that is not UTF-8 is an error, not an assertion in the engine (fuzz_rules)", "[fuzz]") {
   const std::string file = "rules:\n"
                            "  - id: gpu.fuzz\n"
