@@ -50,19 +50,20 @@ std::string valuesList(size_t rows, int cols) {
   return out;
 }
 
-// The text of `head` VALUES (rows × cols) `tail`, built once per thread and kept: heads and tails
-// are the literals below, so their addresses name them (a 256-row text is up to ~25 KB; building
-// it per chunk was ~4 % of a run's cost).
+// The text of `head` VALUES (rows × cols) `tail`, built once per thread and kept, keyed by the
+// short head and tail (a 256-row text is up to ~25 KB; building it per chunk was ~4 % of a run's
+// cost).
 const std::string& insertText(std::string_view head, std::string_view tail, size_t rows, int cols) {
-  thread_local std::map<std::tuple<const char*, const char*, size_t>, std::string> texts;
-  auto [it, added] = texts.try_emplace({head.data(), tail.data(), rows});
+  thread_local std::map<std::string, std::string, std::less<>> texts;
+  const std::string key = fmt::format("{}\n{}\n{}", head, tail, rows);
+  auto [it, added] = texts.try_emplace(key);
   if (added) it->second = fmt::format("{} VALUES {}{}", head, valuesList(rows, cols), tail);
   return it->second;
 }
 
 // Inserts `n` rows of `cols` columns: `head` + VALUES list + `tail`, chunked. bind(stmt, row,
 // first_param) binds one row; on_row(stmt) sees each row a RETURNING clause gives back.
-// false on a store error (Db::errmsg() says which). `head` and `tail` are string literals.
+// false on a store error (Db::errmsg() says which).
 template <class Bind, class OnRow>
 bool insertRows(sql::Db& db, size_t n, int cols, std::string_view head, std::string_view tail, Bind bind,
                 OnRow on_row) {
