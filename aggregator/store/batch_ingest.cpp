@@ -54,7 +54,7 @@ std::string valuesList(size_t rows, int cols) {
 // short head and tail (a 256-row text is up to ~25 KB; building it per chunk was ~4 % of a run's
 // cost).
 const std::string& insertText(std::string_view head, std::string_view tail, size_t rows, int cols) {
-  thread_local std::map<std::string, std::string, std::less<>> texts;
+  thread_local std::map<std::string, std::string> texts;
   const std::string key = fmt::format("{}\n{}\n{}", head, tail, rows);
   auto [it, added] = texts.try_emplace(key);
   if (added) it->second = fmt::format("{} VALUES {}{}", head, valuesList(rows, cols), tail);
@@ -131,7 +131,7 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
     size_t i;
     Payloads own;                     // made here when the caller did not
     const Payloads* made = nullptr;   // the caller's
-    const std::vector<std::string>& payloads() const { return made ? made->texts : own.texts; }
+    const Payloads& payloads() const { return made ? *made : own; }
   };
   std::vector<Todo> todo;
   todo.reserve(in.size());
@@ -143,7 +143,7 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
     }
     Todo t{i, {}, in[i].payloads};
     if (!t.made) t.own = payloadsFor(b);
-    const Payloads& p = t.made ? *t.made : t.own;
+    const Payloads& p = t.payloads();
     if (!p.error.empty() || p.texts.size() != b.symptoms.size()) {
       out[i] = rejectedResult(p.error.empty() ? "bad symptom text: payloads of another batch" : p.error);
       continue;
@@ -235,7 +235,7 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   std::vector<Row> rows;
   for (const Todo* t : stored) {
     const auto* b = in[t->i].batch;
-    for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads()[k]});
+    for (size_t k = 0; k < b->symptoms.size(); ++k) rows.push_back({b, &b->symptoms[k], &t->payloads().texts[k]});
   }
   // Their ids, taken before the rows are written so that each symptom's is known (RETURNING's
   // row order is not promised) for the decoded-symptom cache: on SQLite after the table's

@@ -248,11 +248,6 @@ class Store {
   // instead (endGroup rolls back and returns false, so nothing of it is acked and the agents
   // resend). Outside a group: its own transaction, like ingestBatch. ingestBatches of one.
   IngestResult ingestBatchGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
-  // A run of batches for the grouped writer (one pass of the ingest loop): the results
-  // ingestBatchGrouped on each in turn would give, and the same rows, written with a few
-  // multi-row statements per table (batch_ingest.cpp) instead of a dozen statements per batch —
-  // on PostgreSQL one round trip per table and chunk. Inside a group a store failure fails the
-  // group; outside, the run is one transaction and a store failure rejects all of it.
   // A batch's symptoms as the payload texts ingestBatches writes, made before the store is taken:
   // the ingest endpoint makes them on its socket thread while the store thread writes the pass
   // before. `error` not empty: a symptom's text is not UTF-8 and the batch is refused with it.
@@ -261,6 +256,11 @@ class Store {
     std::string error;
   };
   static Payloads payloadsFor(const common::SymptomBatchData& batch);
+  // A run of batches for the grouped writer (one pass of the ingest loop): the results
+  // ingestBatchGrouped on each in turn would give, and the same rows, written with a few
+  // multi-row statements per table (batch_ingest.cpp) instead of a dozen statements per batch —
+  // on PostgreSQL one round trip per table and chunk. Inside a group a store failure fails the
+  // group; outside, the run is one transaction and a store failure rejects all of it.
   struct IngestInput {
     const common::SymptomBatchData* batch;
     std::string_view agent;              // the authenticated agent id
