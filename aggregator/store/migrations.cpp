@@ -178,6 +178,14 @@ CREATE TABLE node_inventory(
     R"sql(
 DROP INDEX IF EXISTS symptoms_by_rule;
 )sql",
+    // 6: the verdict's window read (Store::symptomsForWindow) answered from the index alone. The
+    // window's terms need first_ns, time_known and received_ns besides (node, last_ns); with only
+    // those two in the index every row of the job's nodes was looked up in the table (~900-byte
+    // rows), more than half the read's instructions. The wider entries cost the grouped ingest 1.6 %.
+    R"sql(
+DROP INDEX IF EXISTS symptoms_by_node_time;
+CREATE INDEX symptoms_by_node_time ON symptoms(node, last_ns, first_ns, time_known, received_ns);
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

@@ -935,15 +935,19 @@ void parallelFor(size_t n, Fn fn) {
 }
 }  // namespace
 
+std::string windowQuery(std::string_view columns, std::string_view node_set) {
+  return fmt::format(
+      "SELECT {} FROM symptoms WHERE node IN {} AND ((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
+      "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node",
+      columns, node_set);
+}
+
 std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                       int64_t to_ns, int64_t to_received_ns, int64_t* max_id) {
   Lock lock(*this);
   // In node order; id order within a node is restored below (ORDER BY node, id made SQLite sort
   // every node's rows, payloads and all, in a temporary b-tree: a fifth of the read).
-  const std::string where = fmt::format(
-      "FROM symptoms WHERE node IN {} AND ((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
-      "(time_known = 0 AND received_ns >= ?2 AND received_ns <= ?4)) ORDER BY node",
-      db_->jsonList(1));
+  const std::string node_set = db_->jsonList(1);
   auto bindWindow = [&](Stmt& s) {
     s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
   };
@@ -964,7 +968,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
   std::vector<size_t> missing;  // positions in `out` whose symptom the cache lacks
   std::vector<std::string> raw;
   if (cache_.size() > 0) {
-    Stmt s(db_->get(), "SELECT id, node " + where);
+    Stmt s(db_->get(), windowQuery("id, node", node_set));
     bindWindow(s);
     std::vector<const common::Symptom*> cached;
     while (s.step() == sql::kRow) {
@@ -1021,7 +1025,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
       }
     }
   } else {
-    Stmt s(db_->get(), "SELECT id, node, payload " + where);
+    Stmt s(db_->get(), windowQuery("id, node, payload", node_set));
     bindWindow(s);
     // A chunk of payloads read, decoded on every core, the next read: the chunk bounds the copies.
     constexpr size_t kChunk = 8192;

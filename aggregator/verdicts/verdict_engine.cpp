@@ -18,9 +18,12 @@ VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<c
     : store_(store), clock_(clock), rules_(std::move(rules)), options_(options), metrics_(metrics) {}
 
 std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job) {
+  return unreportedNodes(job, store_.nodes(job.info.nodes));
+}
+
+std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job, const std::map<std::string, NodeRow>& rows) {
   std::vector<std::string> out;
   const int64_t needed = job.info.end_ns + options_.window_margin_ns;
-  auto rows = store_.nodes(job.info.nodes);
   for (const auto& n : job.info.nodes) {
     auto row = rows.find(n);
     if (row == rows.end() || row->second.reported_ns < needed) out.push_back(n);
@@ -113,7 +116,7 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   }
   for (auto& c : output_coverage) coverage.push_back(std::move(c));
   v.diagnosis.coverage = std::move(coverage);
-  v.missing_nodes = unreportedNodes(job);
+  v.missing_nodes = unreportedNodes(job, rows);
   bool reported = v.missing_nodes.empty();
   bool timed_out = now - (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) >= options_.final_timeout_ns;
   v.status = reported || timed_out ? "final" : "provisional";

@@ -17,6 +17,7 @@
 // call runs a few short store transactions.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,8 @@ class VerdictEngine {
   std::optional<VerdictRow> store(VerdictRow v);
   // Nodes of `job` whose agent has not yet reported past end + margin.
   std::vector<std::string> unreportedNodes(const JobRow& job);
+  // The same from the job's node rows as already read (a 10,000-node job's are ~0.1 s to read).
+  std::vector<std::string> unreportedNodes(const JobRow& job, const std::map<std::string, NodeRow>& rows);
 
   Store& store_;
   const Clock& clock_;

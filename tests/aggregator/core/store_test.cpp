@@ -1,5 +1,6 @@
 #include "aggregator/store/store.h"
 #include "aggregator/store/migrations.h"
+#include "aggregator/store/store_internal.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -262,6 +263,31 @@ std::vector<common::Symptom> tenSymptoms() {
   return ss;
 }
 }  // namespace
+
+TEST_CASE("store: the verdict's window read is answered from the index alone", "[store][sqlite]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("w.db"), clock);
+  for (uint64_t seq = 1; seq <= 3; ++seq)
+    REQUIRE(store->ingestBatch(makeBatch("n1", seq, tenSymptoms()), "agent-n1").status == IngestResult::Status::kStored);
+  store.reset();
+  std::string error;
+  auto db = sql::Db::open(dir.file("w.db"), true, &error);
+  REQUIRE(db);
+  // The plan of the ids-and-nodes read (a verdict whose symptoms the cache holds): no row of the
+  // table is looked up, every term is in symptoms_by_node_time.
+  sql::Stmt plan(db->get(), "EXPLAIN QUERY PLAN " + windowQuery("id, node", db->jsonList(1)));
+  std::string details;
+  while (plan.step() == sql::kRow) details += plan.text(3) + "\n";
+  INFO(details);
+  CHECK_THAT(details, Catch::Contains("USING COVERING INDEX symptoms_by_node_time"));
+  // The read with payloads needs the table, through the same index.
+  sql::Stmt full(db->get(), "EXPLAIN QUERY PLAN " + windowQuery("id, node, payload", db->jsonList(1)));
+  details.clear();
+  while (full.step() == sql::kRow) details += full.text(3) + "\n";
+  INFO(details);
+  CHECK_THAT(details, Catch::Contains("USING INDEX symptoms_by_node_time"));
+}
 
 TEST_CASE("store: pruning deletes old rows in bounded steps", "[store]") {
   TempDir dir;
