@@ -205,6 +205,8 @@ int main(int argc, char** argv) {
   }
   Metrics metrics;
   metrics.describe("faultline_verdicts_total", "verdict revisions stored, by sub_domain");
+  metrics.describe("faultline_verdict_evaluations_total",
+                   "jobs judged (window read and correlated), whether or not a revision was stored");
   metrics.describe("faultline_http_unauthorized_total", "requests with a bad or missing token");
   metrics.describe("faultline_job_outputs_total", "job output uploads stored (faultline job output)");
   metrics.describe("faultline_job_outputs_rejected_total", "job output uploads refused as malformed");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -62,8 +63,17 @@ common::CorrelatorOptions VerdictEngine::correlatorOptions(const JobRow& job) {
   return c;
 }
 
+int64_t VerdictEngine::readUpTo(const std::string& job_id) const {
+  auto it = read_up_to_.find(job_id);
+  return it == read_up_to_.end() ? -1 : it->second;
+}
+
 VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason) {
   const int64_t now = clock_.nowNs();
+  if (metrics_) metrics_->add("faultline_verdict_evaluations_total");
+  // Taken before the window read: every symptom up to it is committed (or rolled back), so the
+  // read below sees it if it belongs. A tick then skips this job for symptoms up to here.
+  const int64_t settled = store_.settledSymptomId();
   const common::CorrelatorOptions c = correlatorOptions(job);
   // Window: the correlator decides what counts; fetch what it could use. A job without a known
   // start is looked at from a day before its end.
@@ -77,6 +87,10 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   v.reason = reason;
   v.created_ns = now;
   auto symptoms = store_.symptomsForWindow(job.info.nodes, from, to, to_received, &v.max_symptom_id);
+  if (settled >= 0) {
+    if (read_up_to_.size() >= kMaxReadUpTo && !read_up_to_.count(job.info.job_id)) read_up_to_.clear();
+    read_up_to_[job.info.job_id] = settled;
+  }
   // The job's own output (uploaded by the epilog): all of it belongs to the job. Ranks the
   // uploader could not place are placed now, through the layout the job has by now.
   std::vector<common::CoverageEntry> output_coverage;
@@ -127,6 +141,7 @@ std::optional<VerdictRow> VerdictEngine::store(VerdictRow v) {
   std::string error;
   int rev = store_.addVerdict(v, &error);
   if (!rev) {
+    read_up_to_.erase(v.job_id);  // what that evaluation read is in no stored verdict
     if (metrics_) metrics_->add("faultline_verdict_errors_total");
     return std::nullopt;
   }
@@ -170,33 +185,37 @@ size_t VerdictEngine::tick() {
   for (const auto& job : store_.jobsAwaitingVerdict())
     if (store(evaluate(job, "job_end"))) ++written;
 
-  // 2. Symptoms stored since the last tick: which jobs' windows do they fall in?
-  std::set<std::string> late;
+  // 2. Symptoms stored since the last tick: which jobs' windows do they fall in? (The newest id
+  // each job's late symptoms bring, and each node's.)
+  std::map<std::string, int64_t> late;
   int64_t watermark = store_.metaInt(kWatermarkKey, 0);
   int64_t newest = watermark;
   const int64_t pre = std::max({options_.correlator.context_pre_start_ns, options_.correlator.pre_start_ns,
                                 options_.window_margin_ns});
   const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
-  std::set<std::string> fresh_nodes;  // nodes with symptoms stored since the last tick
+  std::map<std::string, int64_t> fresh_nodes;  // nodes with symptoms stored since the last tick
   // Up to the settled id only, and the watermark moves there: an id still being written (another
   // replica's transaction) is looked at on a later tick instead of passed over.
   const int64_t settled = store_.settledSymptomId();
   for (const auto& span : settled > watermark ? store_.symptomsSince(watermark, settled)
                                               : std::vector<Store::NewSymptomSpan>{}) {
     newest = std::max(newest, span.max_id);
-    fresh_nodes.insert(span.node);
-    for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
-      late.insert(id);
+    fresh_nodes[span.node] = span.max_id;  // one span per node
+    for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns)) {
+      int64_t& m = late[id];
+      m = std::max(m, span.max_id);
+    }
   }
   if (settled > newest) newest = settled;  // ids up to it that no row has: rolled back
   if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
   // Job outputs stored since the last tick (uploads the API did not judge at once: --db writes).
   const int64_t output_mark = store_.metaInt(kOutputWatermarkKey, 0);
   int64_t output_newest = output_mark;
-  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late.insert(std::move(id));
+  // An output is not a symptom id: its job is late whatever this engine read last.
+  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = INT64_MAX;
   if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
   std::map<std::string, VerdictRow> latest;
-  for (const auto& id : late)
+  for (const auto& [id, max_id] : late)
     if (auto v = store_.latestVerdict(id)) latest.emplace(id, std::move(*v));
   for (auto& v : store_.openVerdicts()) latest.emplace(v.job_id, std::move(v));
 
@@ -205,7 +224,12 @@ size_t VerdictEngine::tick() {
     auto job = store_.job(id);
     if (!job || !job->ended()) continue;
     const int64_t ended = job->end_recorded_ns ? job->end_recorded_ns : job->info.end_ns;
-    if (!late.count(id)) {
+    // Symptoms this engine's last evaluation of the job already read (the end POST's, a moment
+    // ago, for the last symptoms of a cascade) are not news: judging a 10,000-node job again
+    // for them took as long as the first verdict, on the thread that answers HTTP.
+    const int64_t read_up_to = readUpTo(id);
+    auto late_it = late.find(id);
+    if (late_it == late.end() || late_it->second <= read_up_to) {
       // An open verdict without late symptoms: evaluating it (symptoms fetched, correlated) only
       // when one of the other revision reasons below can hold — not every tick for every open
       // verdict, which during a fleet-wide cascade cost more than the ingest itself.
@@ -213,7 +237,10 @@ size_t VerdictEngine::tick() {
                  (v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns) ||
                  now - ended >= options_.final_timeout_ns ||
                  std::any_of(job->info.nodes.begin(), job->info.nodes.end(),
-                             [&](const std::string& n) { return fresh_nodes.count(n) > 0; }) ||
+                             [&](const std::string& n) {
+                               auto f = fresh_nodes.find(n);
+                               return f != fresh_nodes.end() && f->second > read_up_to;
+                             }) ||
                  unreportedNodes(*job).empty();
       if (!due) continue;
     }

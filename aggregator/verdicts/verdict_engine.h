@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "aggregator/clock.h"
 #include "aggregator/metrics/metrics.h"
@@ -79,11 +80,20 @@ class VerdictEngine {
   // The same from the job's node rows as already read (a 10,000-node job's are ~0.1 s to read).
   std::vector<std::string> unreportedNodes(const JobRow& job, const std::map<std::string, NodeRow>& rows);
 
+  // The settled symptom id before the latest evaluation of `job_id` read its window: every
+  // symptom at or below it was in that read (or outside the window). -1: not judged by this
+  // process since it started (or since the map was last emptied).
+  int64_t readUpTo(const std::string& job_id) const;
+
   Store& store_;
   const Clock& clock_;
   std::shared_ptr<const common::RuleSet> rules_;
   VerdictOptions options_;
   Metrics* metrics_;
+  // readUpTo's memory, by job. Bounded: emptied when it reaches kMaxReadUpTo jobs (which costs
+  // at most one evaluation more per job with symptoms arriving).
+  static constexpr size_t kMaxReadUpTo = 4096;
+  std::unordered_map<std::string, int64_t> read_up_to_;
 };
 
 }  // namespace faultline::aggregator

@@ -138,6 +138,33 @@ TEST_CASE("verdicts: late symptoms for the window make a new revision", "[verdic
   CHECK(v2->diagnosis.responsible.at(0).node == "gpu-02");
 }
 
+TEST_CASE("verdicts: a tick does not judge a job again for symptoms its last evaluation read", "[verdicts]") {
+  Fixture f;
+  for (const char* n : {"gpu-01", "gpu-02"}) f.heartbeat(n, kT0);
+  f.job("210", "gpu-[01-02]", kT0, kT0 + 300 * kSec, "RUNNING");
+  // The cascade's last symptoms are stored after the engine's last tick and before the end.
+  CHECK(f.engine->tick() == 0);
+  f.ingest(makeBatch("gpu-01", 1, {xid79("gpu-01", kT0 + 290 * kSec)}));
+  f.clock.advance(301 * kSec);
+  f.job("210", "", 0, kT0 + 300 * kSec, "FAILED");
+  REQUIRE(f.engine->onJobEnded("210"));
+  CHECK(f.metrics.counter("faultline_verdict_evaluations_total") == 1);
+  // The next tick sees that symptom as new since its watermark, but the end's verdict read it.
+  CHECK(f.engine->tick() == 0);
+  CHECK(f.metrics.counter("faultline_verdict_evaluations_total") == 1);
+  // A symptom the verdict has not read is news: judged again, a revision.
+  f.ingest(makeBatch("gpu-02", 1, {xid79("gpu-02", kT0 + 295 * kSec)}));
+  CHECK(f.engine->tick() == 1);
+  CHECK(f.metrics.counter("faultline_verdict_evaluations_total") == 2);
+  auto v2 = f.store->latestVerdict("210");
+  REQUIRE(v2);
+  CHECK(v2->revision == 2);
+  CHECK(v2->reason == "late_symptoms");
+  CHECK(v2->symptoms == 2);
+  CHECK(f.engine->tick() == 0);
+  CHECK(f.metrics.counter("faultline_verdict_evaluations_total") == 2);
+}
+
 TEST_CASE("verdicts: a job's uploaded output counts, also before its end, ranks placed by the layout", "[verdicts]") {
   Fixture f;
   // The output arrives first (the node epilog beat slurmctld's): a job not known yet. Its rank 5
