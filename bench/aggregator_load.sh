@@ -11,7 +11,10 @@
 # Then the same load against PostgreSQL (a server started for the bench in a temp dir,
 # tests/pg/pg_server.sh): one aggregator on it, then three replicas on one database with the
 # agents spread over their endpoints. INGEST=grouped (or legacy, pg1, pg3) runs one of them only;
-# PG=0 skips PostgreSQL.
+# PG=0 skips PostgreSQL. Last, the verdict of a job as large as one generator can drive (9,800
+# agents, two descriptors each under this machine's 20,000): a grouped SQLite aggregator, the
+# cascade from every agent, then the job's end POST and the time until its verdict is readable
+# (VERDICT_AGENTS=0 skips it).
 #
 # Steps: `faultline keygen` makes the aggregator's key; `aggregator_load keygen` makes one key pair
 # per agent and the allow-list directory (HOST.pub); the aggregator starts on an ephemeral HTTP
@@ -20,7 +23,7 @@
 #
 # Usage: bench/aggregator_load.sh [BUILD_DIR] [-- more `aggregator_load run` flags]
 #        e.g. bench/aggregator_load.sh build -- --batches 16 --symptoms-per-batch 4
-# Env:   AGENTS (2048), SAMPLE (samples/cascade64-xid79), KEEP=1 keeps the temp dir, INGEST (both),
+# Env:   AGENTS (2048), VERDICT_AGENTS (9800), SAMPLE (samples/cascade64-xid79), KEEP=1 keeps the temp dir, INGEST (both),
 #        AGG_ARGS (more faultline-aggregator flags, e.g. "--sync-full"), AGGREGATOR (another
 #        faultline-aggregator binary, e.g. one built from another commit, to compare).
 set -euo pipefail
@@ -38,11 +41,15 @@ for b in "$agg" "$cli" "$gen"; do
   [[ -x $b ]] || { echo "missing $b: make build" >&2; exit 1; }
 done
 AGENTS=${AGENTS:-2048}
+INGEST=${INGEST:-both}
+VERDICT_AGENTS=${VERDICT_AGENTS:-9800}
+[[ $INGEST == both ]] || VERDICT_AGENTS=0
+keys=$(( VERDICT_AGENTS > AGENTS ? VERDICT_AGENTS : AGENTS ))
 SAMPLE=${SAMPLE:-$root/samples/cascade64-xid79}
 AGG_ARGS=${AGG_ARGS:-}
 
 # Two sockets per agent in the generator (TCP + mailbox), one connection each in the aggregator.
-need=$((AGENTS * 2 + 256))
+need=$((keys * 2 + 256))
 if [[ $(ulimit -n) != unlimited && $(ulimit -n) -lt $need ]]; then
   ulimit -n "$need" 2>/dev/null || { echo "ulimit -n $(ulimit -n) is below $need; raise it" >&2; exit 1; }
 fi
@@ -67,10 +74,10 @@ trap cleanup EXIT
 
 t0=$(date +%s.%N)
 "$cli" keygen "$tmp/server" --name server >/dev/null
-"$gen" keygen "$tmp" --agents "$AGENTS" >/dev/null
+"$gen" keygen "$tmp" --agents "$keys" >/dev/null
 echo "bench-token-$$" > "$tmp/token"
 t1=$(date +%s.%N)
-awk -v a="$t0" -v b="$t1" -v n="$((AGENTS + 1))" 'BEGIN { printf "keys      %d agent key pairs + allow-list in %.2f s\n", n, b - a }'
+awk -v a="$t0" -v b="$t1" -v n="$((keys + 1))" 'BEGIN { printf "keys      %d agent key pairs + allow-list in %.2f s\n", n, b - a }'
 
 # run_one MODE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS: one aggregator, one full load; output
 # also in $tmp/MODE.out.
@@ -94,7 +101,7 @@ start_replica() {
   [[ -s $d/port && -s $d/ingest ]] || { echo "aggregator did not start" >&2; cat "$d/aggregator.log" >&2; exit 1; }
 }
 
-# run_one MODE REPLICAS STORE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS
+# run_one MODE REPLICAS STORE EXTRA_AGGREGATOR_FLAGS -- GENERATOR_FLAGS ($RUN_AGENTS agents, default AGENTS)
 run_one() {
   local mode=$1 replicas=$2 store=$3 mode_args=$4
   shift 4
@@ -112,7 +119,7 @@ run_one() {
     replica_pids+=("$last_pid")
     endpoints+=(--endpoint "$(cat "$d/r$i/ingest")")
   done
-  "$gen" run --agents "$AGENTS" "${endpoints[@]}" --server-key "$tmp/server/server.pub" \
+  "$gen" run --agents "${RUN_AGENTS:-$AGENTS}" "${endpoints[@]}" --server-key "$tmp/server/server.pub" \
     --keys "$tmp/keys" --http-port "$(cat "$d/port")" --token-file "$tmp/token" --aggregator-pid "$agg_pid" \
     --sample "$SAMPLE" --rules "$root/rules" "$@" | tee "$tmp/$mode.out" || rc=$?
   if [[ -f $d/agg.db ]]; then
@@ -137,12 +144,16 @@ pg_store() {
   echo "postgresql:///$1?host=$pg_dir&port=$pg_port&user=postgres"
 }
 
-INGEST=${INGEST:-both}
 PG=${PG:-1}
 [[ $INGEST == both || $INGEST == legacy ]] && run_one legacy 1 "$tmp/legacy/agg.db" --ingest-legacy "$@"
 [[ $INGEST == both || $INGEST == grouped ]] && run_one grouped 1 "$tmp/grouped/agg.db" "" "$@"
 if [[ $PG == 1 && ($INGEST == both || $INGEST == pg1) ]]; then run_one pg1 1 "$(pg_store bench_pg1)" "" "$@"; fi
 if [[ $PG == 1 && ($INGEST == both || $INGEST == pg3) ]]; then run_one pg3 3 "$(pg_store bench_pg3)" "" "$@"; fi
+if (( VERDICT_AGENTS > 0 )); then
+  # Every agent in the job; no peer and no phase after the verdict (they say nothing new here).
+  RUN_AGENTS=$VERDICT_AGENTS run_one verdict 1 "$tmp/verdict/agg.db" "" "$@" --job-nodes "$VERDICT_AGENTS" \
+    --peer-batches 1 --after-batches 0 --timeout 600
+fi
 if [[ $INGEST == both ]]; then
   # "cascade    2048 senders    65536 symptoms in ... :    15470 symptoms/s ... ack p50  1936.2 ms  p99  3991.2 ms"
   fig() { awk -v phase="$2" '$1 == phase && /symptoms\/s/ { for (i = 1; i <= NF; ++i) { if ($i == "symptoms/s") r = $(i - 1); if ($i == "p50") p50 = $(i + 1); if ($i == "p99") p99 = $(i + 1) } } END { printf "%s %s %s", r, p50, p99 }' "$tmp/$1.out"; }
@@ -161,10 +172,12 @@ if [[ $INGEST == both ]]; then
     [[ -n $r && -n $lr ]] && awk -v m="$mode" -v r="$r" -v a="$p50" -v b="$p99" -v lr="$lr" 'BEGIN {
       printf "compare   cascade  %-6s %8d symptoms/s (ack p50 %s ms, p99 %s ms) | x%.2f of legacy\n", m, r, a, b, r / lr }'
   done
-  for mode in legacy grouped pg1 pg3; do
+  for mode in legacy grouped pg1 pg3 verdict; do
     [[ -f $tmp/$mode.out ]] || continue
     v=$(awk '$1 == "verdict" { for (i = 1; i <= NF; ++i) if ($i == "readable") { print $(i + 3); exit } }' "$tmp/$mode.out")
-    echo "compare   verdict  $mode: end POST -> stored verdict readable ${v:-?} s"
+    n=$(awk '$1 == "verdict" { print $2; exit }' "$tmp/$mode.out")
+    c=$(awk '/faultline_verdict_compute_seconds/ { for (i = 1; i <= NF; ++i) if ($i == "faultline_verdict_compute_seconds") { print $(i + 1); exit } }' "$tmp/$mode.out")
+    echo "compare   verdict  $mode: ${n:-?} job, end POST -> stored verdict readable ${v:-?} s (computed in ${c:-?} s)"
   done
 fi
 exit $rc
