@@ -14,7 +14,7 @@
 # PG=0 skips PostgreSQL. Last, the verdict of a job as large as one generator can drive (9,800
 # agents, two descriptors each under this machine's 20,000): a grouped SQLite aggregator, the
 # cascade from every agent, then the job's end POST and the time until its verdict is readable
-# (VERDICT_AGENTS=0 skips it).
+# (VERDICT_AGENTS=0 skips it; INGEST=verdict runs it alone).
 #
 # Steps: `faultline keygen` makes the aggregator's key; `aggregator_load keygen` makes one key pair
 # per agent and the allow-list directory (HOST.pub); the aggregator starts on an ephemeral HTTP
@@ -43,7 +43,7 @@ done
 AGENTS=${AGENTS:-2048}
 INGEST=${INGEST:-both}
 VERDICT_AGENTS=${VERDICT_AGENTS:-9800}
-[[ $INGEST == both ]] || VERDICT_AGENTS=0
+[[ $INGEST == both || $INGEST == verdict ]] || VERDICT_AGENTS=0
 keys=$(( VERDICT_AGENTS > AGENTS ? VERDICT_AGENTS : AGENTS ))
 SAMPLE=${SAMPLE:-$root/samples/cascade64-xid79}
 AGG_ARGS=${AGG_ARGS:-}
