@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <set>
 
 namespace faultline::aggregator {
 
