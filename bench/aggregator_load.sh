@@ -134,21 +134,22 @@ run_one() {
   stop_aggregator
 }
 
-# A PostgreSQL server for the pg modes, and a fresh database per mode.
+# A PostgreSQL server for the pg modes, and a fresh database per mode, its URL in $pg_url. Called
+# in this shell, not in $(...): the server it starts must be the one cleanup stops.
 pg_store() {
   if [[ $pg_started == 0 ]]; then
     bash "$root/tests/pg/pg_server.sh" start "$pg_dir" "$pg_port" >/dev/null
     pg_started=1
   fi
   psql -q -h "$pg_dir" -p "$pg_port" -U postgres -c "CREATE DATABASE $1" postgres >/dev/null
-  echo "postgresql:///$1?host=$pg_dir&port=$pg_port&user=postgres"
+  pg_url="postgresql:///$1?host=$pg_dir&port=$pg_port&user=postgres"
 }
 
 PG=${PG:-1}
 [[ $INGEST == both || $INGEST == legacy ]] && run_one legacy 1 "$tmp/legacy/agg.db" --ingest-legacy "$@"
 [[ $INGEST == both || $INGEST == grouped ]] && run_one grouped 1 "$tmp/grouped/agg.db" "" "$@"
-if [[ $PG == 1 && ($INGEST == both || $INGEST == pg1) ]]; then run_one pg1 1 "$(pg_store bench_pg1)" "" "$@"; fi
-if [[ $PG == 1 && ($INGEST == both || $INGEST == pg3) ]]; then run_one pg3 3 "$(pg_store bench_pg3)" "" "$@"; fi
+if [[ $PG == 1 && ($INGEST == both || $INGEST == pg1) ]]; then pg_store bench_pg1 && run_one pg1 1 "$pg_url" "" "$@"; fi
+if [[ $PG == 1 && ($INGEST == both || $INGEST == pg3) ]]; then pg_store bench_pg3 && run_one pg3 3 "$pg_url" "" "$@"; fi
 if (( VERDICT_AGENTS > 0 )); then
   # Every agent in the job; no peer and no phase after the verdict (they say nothing new here).
   RUN_AGENTS=$VERDICT_AGENTS run_one verdict 1 "$tmp/verdict/agg.db" "" "$@" --job-nodes "$VERDICT_AGENTS" \
