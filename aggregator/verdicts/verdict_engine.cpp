@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 
 namespace faultline::aggregator {
@@ -211,11 +212,11 @@ size_t VerdictEngine::tick() {
   const int64_t output_mark = store_.metaInt(kOutputWatermarkKey, 0);
   int64_t output_newest = output_mark;
   // An output is not a symptom id: its job is late whatever this engine read last.
-  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = INT64_MAX;
+  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = std::numeric_limits<int64_t>::max();
   if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
   std::map<std::string, VerdictRow> latest;
-  for (const auto& [id, max_id] : late)
-    if (auto v = store_.latestVerdict(id)) latest.emplace(id, std::move(*v));
+  for (const auto& entry : late)
+    if (auto v = store_.latestVerdict(entry.first)) latest.emplace(entry.first, std::move(*v));
   for (auto& v : store_.openVerdicts()) latest.emplace(v.job_id, std::move(v));
 
   // 3. Per job with a verdict that may be due a revision.
