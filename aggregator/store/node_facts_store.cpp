@@ -54,9 +54,12 @@ common::NodeInventory inventoryFromJson(const json& j) {
 bool Store::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                                int64_t now_ns) {
   Stmt s(db_->get(),
-         "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory) VALUES(?1,?2,?3,?4,?5) "
-         "ON CONFLICT(node) DO UPDATE SET agent_id=?2, collected_ns=?3, received_ns=?4, inventory=?5");
+         "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory, gpu_count, addresses) "
+         "VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(node) DO UPDATE SET agent_id=?2, collected_ns=?3, received_ns=?4, "
+         "inventory=?5, gpu_count=?6, addresses=?7");
+  const int64_t gpu_count = inv.gpu_error.empty() ? static_cast<int64_t>(inv.gpus.size()) : -1;
   s.bind(1, node).bind(2, agent_id).bind(3, inv.collected_ns).bind(4, now_ns).bind(5, inventoryToJson(inv).dump());
+  s.bind(6, gpu_count).bind(7, json(inv.addresses).dump());
   return s.step() == sql::kDone;
 }
 
@@ -66,6 +69,32 @@ std::map<std::string, common::NodeInventory> Store::inventories(const std::vecto
   s.bind(1, json(nodes).dump());
   std::map<std::string, common::NodeInventory> out;
   while (s.step() == sql::kRow) out[s.text(0)] = inventoryFromJson(json::parse(s.text(1), nullptr, false));
+  return out;
+}
+
+std::map<std::string, InventoryFacts> Store::inventoryFacts(const std::vector<std::string>& nodes) {
+  Lock lock(*this);
+  // The inventory text only for rows stored before migration 7 (gpu_count -2).
+  Stmt s(db_->get(), fmt::format("SELECT node, gpu_count, addresses, CASE WHEN gpu_count = -2 THEN inventory ELSE '' END "
+                                 "FROM node_inventory WHERE node IN {}",
+                                 db_->jsonList(1)));
+  s.bind(1, json(nodes).dump());
+  std::map<std::string, InventoryFacts> out;
+  while (s.step() == sql::kRow) {
+    InventoryFacts& f = out[s.text(0)];
+    const int64_t gpus = s.i64(1);
+    if (gpus == -2) {
+      auto inv = inventoryFromJson(json::parse(s.view(3), nullptr, false));
+      if (inv.gpu_error.empty()) f.gpu_count = static_cast<int>(inv.gpus.size());
+      f.addresses = std::move(inv.addresses);
+      continue;
+    }
+    if (gpus >= 0) f.gpu_count = static_cast<int>(gpus);
+    const json a = json::parse(s.view(2), nullptr, false);
+    if (a.is_array())
+      for (const auto& e : a)
+        if (e.is_string()) f.addresses.push_back(e.get<std::string>());
+  }
   return out;
 }
 

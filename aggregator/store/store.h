@@ -91,6 +91,14 @@ struct HeartbeatInfo {
   std::optional<common::NodeInventory> inventory;
 };
 
+// What the verdict engine takes from a node's stored inventory: its GPU count (unset when the
+// agent could not read the GPU list: that says nothing about how many there are) and its
+// network addresses.
+struct InventoryFacts {
+  std::optional<int> gpu_count;
+  std::vector<std::string> addresses;
+};
+
 struct AgentRow {
   std::string agent_id, hostname, boot_id, agent_version, ruleset_version;
   int64_t first_seen_ns = 0, last_seen_ns = 0, last_heartbeat_ns = 0, last_batch_ns = 0;
@@ -325,6 +333,8 @@ class Store {
   std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
   // The latest inventory stored for each of `nodes` that has one (from agents' heartbeats).
   std::map<std::string, common::NodeInventory> inventories(const std::vector<std::string>& nodes);
+  // What the verdict takes from those inventories, without reading them whole.
+  std::map<std::string, InventoryFacts> inventoryFacts(const std::vector<std::string>& nodes);
   // Per node of `nodes` named in responsible_nodes of the latest verdict of a failed job (other
   // than `exclude_job_id`, of the same `site`) that ended in [since_ns, until_ns]: how many such
   // jobs and up to `max_job_ids` of them. Nodes never named are left out.

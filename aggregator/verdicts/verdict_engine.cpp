@@ -34,7 +34,7 @@ std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job, const
 
 common::CorrelatorOptions VerdictEngine::correlatorOptions(const JobRow& job) {
   common::CorrelatorOptions c = options_.correlator;
-  auto inventories = store_.inventories(job.info.nodes);
+  auto inventories = store_.inventoryFacts(job.info.nodes);
   // An address on several of the job's nodes (a container bridge's 172.17.0.1, a shared virtual
   // address) names none of them.
   std::map<std::string, int> holders;
@@ -47,7 +47,7 @@ common::CorrelatorOptions VerdictEngine::correlatorOptions(const JobRow& job) {
       if (holders[a] == 1) own.push_back(std::move(a));
     if (!own.empty()) facts.addresses = std::move(own);
     // A GPU list nvidia-smi could not read fully says nothing about how many GPUs there are.
-    if (inv.gpu_error.empty()) facts.gpu_count = static_cast<int>(inv.gpus.size());
+    if (inv.gpu_count) facts.gpu_count = *inv.gpu_count;
   }
   const int64_t end = job.info.end_ns;
   auto failures = store_.recentFailures(job.info.nodes, end - options_.node_history_window_ns, end, job.info.job_id,

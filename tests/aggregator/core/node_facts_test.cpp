@@ -156,6 +156,11 @@ TEST_CASE("store: the latest inventory a heartbeat carried is kept per node, als
   CHECK(inv.hcas[0].state == "ACTIVE");
   CHECK(inv.collected_ns == kT0);
   CHECK(inv.sameDevices(inventory({"10.0.0.2", "fd00::2"}, 8)) == false);  // the HCA is part of it
+  // What the verdict reads of it: the GPU count and the addresses, written beside the text.
+  auto facts = store->inventoryFacts({"gpu-a", "gpu-b"});
+  REQUIRE(facts.size() == 1);
+  CHECK(facts.at("gpu-b").gpu_count == 8);
+  CHECK(facts.at("gpu-b").addresses == std::vector<std::string>{"10.0.0.2", "fd00::2"});
 
   // A changed inventory replaces it (an address moved, nvidia-smi failed).
   HeartbeatInfo hb;
@@ -168,6 +173,9 @@ TEST_CASE("store: the latest inventory a heartbeat carried is kept per node, als
   CHECK(got.at("gpu-b").addresses == std::vector<std::string>{"10.0.0.22"});
   CHECK(got.at("gpu-b").gpu_error == "nvidia-smi: exit status 9");
   CHECK(got.at("gpu-b").gpus.empty());
+  facts = store->inventoryFacts({"gpu-b"});
+  CHECK_FALSE(facts.at("gpu-b").gpu_count);  // an unreadable GPU list says nothing of the count
+  CHECK(facts.at("gpu-b").addresses == std::vector<std::string>{"10.0.0.22"});
 }
 
 TEST_CASE("store: a node's recent failures count other failed jobs whose latest verdict blamed it", "[store][facts]") {

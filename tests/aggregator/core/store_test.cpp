@@ -48,8 +48,16 @@ TEST_CASE("store: a database of the previous schema is upgraded in place, its ro
     REQUIRE(kStoreMigrationCount >= 3);
     for (size_t i = 0; i < kStoreMigrationCount - 1; ++i)
       REQUIRE(sqlite3_exec(db, kStoreMigrations[i], nullptr, nullptr, nullptr) == SQLITE_OK);
+    // And an inventory as migrations 4-6 stored it: the text alone.
     const std::string fill = "INSERT INTO jobs(job_id, state, terminal_state, end_ns, nodelist, updated_ns) "
-                             "VALUES('41', 'FAILED', 'fail', 1, 'gpu-01', 1); PRAGMA user_version=" +
+                             "VALUES('41', 'FAILED', 'fail', 1, 'gpu-01', 1); "
+                             "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory) "
+                             "VALUES('gpu-02', 'agent-gpu-02', 1, 1, '{\"addresses\":[\"10.0.0.2\",\"fd00::2\"],"
+                             "\"collected_ns\":1,\"gpu_error\":\"\",\"gpus\":[{\"index\":0},{\"index\":1}],"
+                             "\"hca_error\":\"\",\"hcas\":[]}'); "
+                             "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory) "
+                             "VALUES('gpu-03', 'agent-gpu-03', 1, 1, '{\"addresses\":[],\"gpu_error\":\"nvidia-smi: "
+                             "exit status 9\",\"gpus\":[]}'); PRAGMA user_version=" +
                              std::to_string(kStoreMigrationCount - 1);
     REQUIRE(sqlite3_exec(db, fill.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
@@ -75,6 +83,16 @@ TEST_CASE("store: a database of the previous schema is upgraded in place, its ro
   hb.inventory->addresses = {"10.0.0.1"};
   REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &error));
   CHECK(store->inventories({"gpu-01"}).at("gpu-01").addresses == std::vector<std::string>{"10.0.0.1"});
+  // Migration 7: the verdict's facts, from the new columns, and from the text for a row stored
+  // before them.
+  auto facts = store->inventoryFacts({"gpu-01", "gpu-02", "gpu-03", "gpu-04"});
+  REQUIRE(facts.size() == 3);
+  CHECK(facts.at("gpu-01").gpu_count == 0);
+  CHECK(facts.at("gpu-01").addresses == std::vector<std::string>{"10.0.0.1"});
+  CHECK(facts.at("gpu-02").gpu_count == 2);
+  CHECK(facts.at("gpu-02").addresses == std::vector<std::string>{"10.0.0.2", "fd00::2"});
+  CHECK_FALSE(facts.at("gpu-03").gpu_count);
+  CHECK(facts.at("gpu-03").addresses.empty());
 }
 
 TEST_CASE("store: a batch is stored once, replays are duplicates, bad batches are rejected", "[store]") {
