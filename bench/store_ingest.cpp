@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::string pg_url, tmp_dir = "/tmp";
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
-  bool verdict = false, prune = false, keep = false;
+  bool verdict = false, tick = false, prune = false, keep = false;
   size_t cache_mb = StoreOptions{}.symptom_cache_bytes >> 20;
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
   app.add_flag("--prune", prune, "after the grouped mode (and verdict): every symptom pruned, 5,000 rows a step");
   app.add_option("--symptom-cache-mb", cache_mb, "the store's decoded-symptom cache (0: none, every payload decoded)");
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
+  app.add_flag("--tick", tick, "after the grouped mode (before --verdict): one verdict tick over every stored symptom "
+                               "while that job runs, timed (what a tick does during a cascade)");
   CLI11_PARSE(app, argc, argv);
 
   std::shared_ptr<const common::RuleSet> rules;
@@ -214,6 +216,26 @@ int main(int argc, char** argv) {
         return false;
       }
     }
+    if (tick) {
+      // The job running (started, not ended): the tick maps every new symptom's node and time
+      // to the jobs it falls in, and judges none.
+      JobUpdate started = u;
+      started.state = "RUNNING";
+      started.exit_code.clear();
+      started.end_ns = 0;
+      if (!store.recordJob(started, &err)) {
+        std::fprintf(stderr, "store_ingest: job: %s\n", err.c_str());
+        return false;
+      }
+      ManualClock at(sample->job.end_ns);
+      VerdictEngine engine(store, at, rules, {});
+      const double c0 = cpuSeconds();
+      const auto t0 = std::chrono::steady_clock::now();
+      const size_t written = engine.tick();
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("           tick     over %zu symptoms on %zu nodes (the job running): %.3f s (cpu %.3f s), %zu verdicts\n",
+                  total_symptoms, hosts.size(), wall, cpuSeconds() - c0, written);
+    }
     if (!store.recordJob(u, &err)) {
       std::fprintf(stderr, "store_ingest: job: %s\n", err.c_str());
       return false;
@@ -236,6 +258,16 @@ int main(int argc, char** argv) {
     std::printf("           verdict  %zu-node job over %lld symptoms: %.3f s (cpu %.3f s): %s %s %s: %s\n", hosts.size(),
                 static_cast<long long>(v->symptoms), wall, cpuSeconds() - c0, common::subDomainName(d.sub_domain).data(),
                 node.c_str(), d.cause ? d.cause->rule_id.c_str() : "-", right ? "RIGHT" : "WRONG");
+    if (tick) {
+      // The next tick, the verdict open (provisional) and nothing new: what every tick costs
+      // until the verdict is final.
+      const double c1 = cpuSeconds();
+      const auto t1 = std::chrono::steady_clock::now();
+      const size_t written = engine.tick();
+      std::printf("           tick     with that verdict open, nothing new: %.3f s (cpu %.3f s), %zu verdicts\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), cpuSeconds() - c1,
+                  written);
+    }
     return right;
   };
 
@@ -276,7 +308,7 @@ int main(int argc, char** argv) {
         if (!empty_pg(pg_url)) return 1;
         target = pg_url;
       }
-      after = [&](Store& st) { return (!verdict || judge(st)) && (!prune || prune_all(st)); };
+      after = [&](Store& st) { return (!(verdict || tick) || judge(st)) && (!prune || prune_all(st)); };
       auto r = measure(target, mode);
       if (eng == "sqlite" && !keep)
         for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(target + ext);

@@ -191,6 +191,19 @@ struct VerdictRow {
   common::Diagnosis diagnosis;
 };
 
+// A latest verdict without its diagnosis: what the verdict tick asks of it (is a revision due?).
+// terminal_state is the diagnosis's, read by the database's JSON functions (a 10,000-node job's
+// diagnosis is megabytes; parsing it whole every tick while it was open starved the HTTP API).
+struct VerdictHead {
+  std::string job_id;
+  int revision = 0;
+  int64_t created_ns = 0;
+  std::string status;
+  int64_t max_symptom_id = 0;
+  size_t symptoms = 0;
+  std::string terminal_state;
+};
+
 // A node's record in other jobs' verdicts (Store::recentFailures).
 struct NodeFailures {
   size_t failures = 0;               // failed jobs whose latest verdict names the node responsible
@@ -321,6 +334,9 @@ class Store {
   std::vector<VerdictRow> verdictHistory(const std::string& job_id);
   // Latest revision of every job whose latest verdict is provisional.
   std::vector<VerdictRow> openVerdicts();
+  // The same two without the diagnosis (VerdictHead).
+  std::optional<VerdictHead> latestVerdictHead(const std::string& job_id);
+  std::vector<VerdictHead> openVerdictHeads();
   // Latest revision of every job that ended in [since, until].
   std::vector<VerdictRow> latestVerdicts(int64_t since_ns, int64_t until_ns);
 
@@ -330,6 +346,9 @@ class Store {
   // The rows (with their sources) of those of `hostnames` that have one: two queries for a whole
   // job's nodes (the verdict's coverage) instead of two per node.
   std::map<std::string, NodeRow> nodes(const std::vector<std::string>& hostnames);
+  // Of those, how far each has reported (NodeRow::reported_ns) and nothing else: the tick's
+  // "every node reported" check for an open verdict.
+  std::map<std::string, int64_t> reportedUpTo(const std::vector<std::string>& hostnames);
   std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
   // The latest inventory stored for each of `nodes` that has one (from agents' heartbeats).
   std::map<std::string, common::NodeInventory> inventories(const std::vector<std::string>& nodes);

@@ -19,7 +19,16 @@ VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<c
     : store_(store), clock_(clock), rules_(std::move(rules)), options_(options), metrics_(metrics) {}
 
 std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job) {
-  return unreportedNodes(job, store_.nodes(job.info.nodes));
+  // How far each node reported, without the rest of its row and its sources (the tick asks this
+  // of every open verdict).
+  const auto reported = store_.reportedUpTo(job.info.nodes);
+  std::vector<std::string> out;
+  const int64_t needed = job.info.end_ns + options_.window_margin_ns;
+  for (const auto& n : job.info.nodes) {
+    auto r = reported.find(n);
+    if (r == reported.end() || r->second < needed) out.push_back(n);
+  }
+  return out;
 }
 
 std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job, const std::map<std::string, NodeRow>& rows) {
@@ -214,10 +223,10 @@ size_t VerdictEngine::tick() {
   // An output is not a symptom id: its job is late whatever this engine read last.
   for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = std::numeric_limits<int64_t>::max();
   if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
-  std::map<std::string, VerdictRow> latest;
+  std::map<std::string, VerdictHead> latest;
   for (const auto& entry : late)
-    if (auto v = store_.latestVerdict(entry.first)) latest.emplace(entry.first, std::move(*v));
-  for (auto& v : store_.openVerdicts()) latest.emplace(v.job_id, std::move(v));
+    if (auto v = store_.latestVerdictHead(entry.first)) latest.emplace(entry.first, std::move(*v));
+  for (auto& v : store_.openVerdictHeads()) latest.emplace(v.job_id, std::move(v));
 
   // 3. Per job with a verdict that may be due a revision.
   for (auto& [id, v] : latest) {
@@ -233,7 +242,7 @@ size_t VerdictEngine::tick() {
       // An open verdict without late symptoms: evaluating it (symptoms fetched, correlated) only
       // when one of the other revision reasons below can hold — not every tick for every open
       // verdict, which during a fleet-wide cascade cost more than the ingest itself.
-      bool due = job->terminal_state != v.diagnosis.terminal_state ||
+      bool due = job->terminal_state != v.terminal_state ||
                  (v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns) ||
                  now - ended >= options_.final_timeout_ns ||
                  std::any_of(job->info.nodes.begin(), job->info.nodes.end(),
@@ -246,7 +255,7 @@ size_t VerdictEngine::tick() {
     }
     VerdictRow next = evaluate(*job, "");
     if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
-    else if (job->terminal_state != v.diagnosis.terminal_state) next.reason = "job_update";
+    else if (job->terminal_state != v.terminal_state) next.reason = "job_update";
     else if (v.status == "provisional" && next.status == "final")
       next.reason = next.missing_nodes.empty() ? "reported" : "timeout";
     else if (v.status == "provisional" && v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns)

@@ -167,6 +167,48 @@ TEST_CASE("store: symptoms round-trip with every field", "[store]") {
   CHECK(store->symptoms(f).empty());
 }
 
+TEST_CASE("store: new symptoms as spans per node, for the verdict tick", "[store]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto store = openStore(dir.file("s.db"), clock);
+  // Nodes interleaved in id order; an untimed symptom counts by when it arrived.
+  auto late = makeSymptom("n2", "gpu.xid79", kT0 + 30 * kSec);
+  late.last_ns = kT0 + 40 * kSec;
+  auto untimed = makeSymptom("n1", "python.exception", 0, common::SubDomain::kApplication);
+  untimed.time_known = false;
+  REQUIRE(store->ingestBatch(makeBatch("n2", 1, {makeSymptom("n2", "gpu.xid48", kT0 + 20 * kSec)}), "agent-n2").status ==
+          IngestResult::Status::kStored);
+  const int64_t first_id = store->maxSymptomId();
+  REQUIRE(store->ingestBatch(makeBatch("n1", 1, {makeSymptom("n1", "gpu.xid48", kT0 + 10 * kSec)}), "agent-n1").status ==
+          IngestResult::Status::kStored);
+  REQUIRE(store->ingestBatch(makeBatch("n2", 2, {late}), "agent-n2").status == IngestResult::Status::kStored);
+  clock.advance(100 * kSec);
+  REQUIRE(store->ingestBatch(makeBatch("n1", 2, {untimed}), "agent-n1").status == IngestResult::Status::kStored);
+  REQUIRE(store->ingestBatch(makeBatch("n3", 1, {makeSymptom("n3", "gpu.xid48", kT0)}), "agent-n3").status ==
+          IngestResult::Status::kStored);
+  const int64_t last_id = store->maxSymptomId();
+
+  auto spans = store->symptomsSince(0, last_id - 1);  // the bounds: after 0, up to the one before n3's
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0].node == "n1");
+  CHECK(spans[0].first_ns == kT0 + 10 * kSec);
+  CHECK(spans[0].last_ns == kT0 + 100 * kSec);  // the untimed one, received then
+  CHECK(spans[0].max_id == last_id - 1);
+  CHECK(spans[0].untimed);
+  CHECK(spans[1].node == "n2");
+  CHECK(spans[1].first_ns == kT0 + 20 * kSec);
+  CHECK(spans[1].last_ns == kT0 + 40 * kSec);
+  CHECK(spans[1].max_id == last_id - 2);
+  CHECK_FALSE(spans[1].untimed);
+  spans = store->symptomsSince(first_id);
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[1].node == "n2");
+  CHECK(spans[1].first_ns == kT0 + 30 * kSec);  // its first symptom is at or before the bound
+  CHECK(spans[2].node == "n3");
+  CHECK(spans[2].max_id == last_id);
+  CHECK(store->symptomsSince(last_id).empty());
+}
+
 TEST_CASE("store: heartbeats record liveness, reported-up-to and source status", "[store]") {
   TempDir dir;
   ManualClock clock(kT0);
@@ -257,11 +299,29 @@ TEST_CASE("store: verdict revisions keep history", "[store][verdicts]") {
   v.diagnosis.job_id = "7";
   v.diagnosis.sub_domain = common::SubDomain::kHardware;
   v.diagnosis.responsible = {{"gpu-01", "0000:3b:00.0", 0.9}};
+  v.diagnosis.terminal_state = "fail";
+  v.max_symptom_id = 41;
+  v.symptoms = 12;
   std::string error;
   CHECK(store->addVerdict(v, &error) == 1);
+  // The tick's view of it: the row and the diagnosis's terminal state, without the diagnosis.
+  auto open = store->openVerdictHeads();
+  REQUIRE(open.size() == 1);
+  CHECK(open[0].job_id == "7");
+  CHECK(open[0].revision == 1);
+  CHECK(open[0].status == "provisional");
+  CHECK(open[0].terminal_state == "fail");
+  CHECK(open[0].max_symptom_id == 41);
+  CHECK(open[0].symptoms == 12);
   v.status = "final";
   v.diagnosis.sub_domain = common::SubDomain::kNetwork;
+  v.diagnosis.terminal_state = "node_fail";
   CHECK(store->addVerdict(v, &error) == 2);
+  CHECK(store->openVerdictHeads().empty());
+  REQUIRE(store->latestVerdictHead("7"));
+  CHECK(store->latestVerdictHead("7")->revision == 2);
+  CHECK(store->latestVerdictHead("7")->terminal_state == "node_fail");
+  CHECK_FALSE(store->latestVerdictHead("8"));
   auto latest = store->latestVerdict("7");
   REQUIRE(latest);
   CHECK(latest->revision == 2);
