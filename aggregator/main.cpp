@@ -115,9 +115,11 @@ int main(int argc, char** argv) {
   app.add_option("--retention-days", retention_days, "keep symptoms, batches and node events this long");
   app.add_option("--job-retention-days", job_retention_days, "keep jobs and their verdicts this long");
   app.add_flag("--sync-full", sync_full, "fsync every commit (survives power loss, not only crashes)");
-  size_t symptom_cache_mb = StoreOptions{}.symptom_cache_bytes >> 20;
+  size_t symptom_cache_mb = defaultSymptomCacheBytes(availableMemoryBytes()) >> 20;
   app.add_option("--symptom-cache-mb", symptom_cache_mb,
-                 "decoded symptoms kept for verdicts, in MiB (~1.3 KB each; 0 = decode every payload)");
+                 "decoded symptoms kept for verdicts, in MiB (~1.3 KB each; 0 = decode every payload); default a "
+                 "sixteenth of the memory (machine or cgroup), 64-1024")
+      ->capture_default_str();
   app.add_option("--ingest-endpoint", ingest_endpoint, "agents' ZeroMQ endpoint to bind (default tcp://127.0.0.1:7400)");
   app.add_option("--ingest-endpoint-file", ingest_endpoint_file, "write the bound ingest endpoint here once bound");
   app.add_option("--curve-secret-key", curve_secret_file,
@@ -203,6 +205,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
     return 1;
   }
+  std::fprintf(stderr, "faultline-aggregator: decoded-symptom cache %zu MiB\n", symptom_cache_mb);
   Metrics metrics;
   metrics.describe("faultline_verdicts_total", "verdict revisions stored, by sub_domain");
   metrics.describe("faultline_verdict_evaluations_total",

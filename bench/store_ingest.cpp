@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   size_t agents = 2048, batches = 4, per_batch = 8, run = 256, group = 1024;
   std::string modes = "legacy,grouped";
   bool verdict = false, tick = false, prune = false, keep = false;
-  size_t cache_mb = StoreOptions{}.symptom_cache_bytes >> 20;
+  size_t cache_mb = defaultSymptomCacheBytes(availableMemoryBytes()) >> 20;  // the aggregator's default
   app.add_option("--sample", sample_dir);
   app.add_option("--rules", rules_dir);
   app.add_option("--agents", agents);
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", keep, "keep the SQLite files (TMP/store_ingest-MODE.db)");
   app.add_option("--modes", modes);
   app.add_flag("--prune", prune, "after the grouped mode (and verdict): every symptom pruned, 5,000 rows a step");
-  app.add_option("--symptom-cache-mb", cache_mb, "the store's decoded-symptom cache (0: none, every payload decoded)");
+  app.add_option("--symptom-cache-mb", cache_mb, "the store's decoded-symptom cache (0: none, every payload decoded; default the aggregator's)");
   app.add_flag("--verdict", verdict, "after the grouped mode: the job of every agent's host, its first verdict timed");
   app.add_flag("--tick", tick, "after the grouped mode (before --verdict): one verdict tick over every stored symptom "
                                "while that job runs, timed (what a tick does during a cascade)");

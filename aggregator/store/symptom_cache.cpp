@@ -1,5 +1,11 @@
 #include "aggregator/store/symptom_cache.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
 namespace faultline::aggregator {
 namespace {
 
@@ -64,6 +70,26 @@ void SymptomCache::clear() {
   map_.clear();
   order_.clear();
   bytes_ = 0;
+}
+
+size_t defaultSymptomCacheBytes(uint64_t memory_bytes) {
+  constexpr uint64_t kMin = uint64_t{64} << 20, kMax = uint64_t{1} << 30;
+  return static_cast<size_t>(std::clamp(memory_bytes / 16, kMin, kMax));
+}
+
+uint64_t availableMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  // cgroup v2: "0::/system.slice/faultline-aggregator.service" in /proc/self/cgroup.
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::ifstream max("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+    uint64_t limit = 0;
+    if (max >> limit && limit > 0 && (memory == 0 || limit < memory)) memory = limit;  // "max": no limit
+  }
+  return memory;
 }
 
 }  // namespace faultline::aggregator

@@ -50,4 +50,13 @@ class SymptomCache {
   std::deque<int64_t> order_;  // ids in the order they were put (an erased or replaced id may linger)
 };
 
+// The cache's size when none is given: a sixteenth of `memory_bytes` (what the machine, or the
+// cgroup the aggregator runs in, has), at least 64 MiB and at most 1 GiB. One cascade of a
+// 10,000-node fleet (~200k symptoms of ~1.3 KB) fits from 16 GiB of memory on; a small host
+// keeps a small cache.
+size_t defaultSymptomCacheBytes(uint64_t memory_bytes);
+// The memory this process may use: physical memory, or the cgroup v2 limit (memory.max of the
+// process's own cgroup) when that is lower. 0 when neither can be read.
+uint64_t availableMemoryBytes();
+
 }  // namespace faultline::aggregator

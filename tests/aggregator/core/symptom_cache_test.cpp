@@ -3,6 +3,8 @@
 // that rolled back, after a prune that let SQLite give ids again, through every insert path.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -166,4 +168,18 @@ TEST_CASE("symptom cache: ids SQLite gives again after a rolled-back group or a 
   CHECK(w.cached == w.decoded);
   CHECK(w.cached[0].find("rule.third") != std::string::npos);
   CHECK(w.cached[2].find("rule.fifth") != std::string::npos);
+}
+
+TEST_CASE("symptom cache: its default size is a sixteenth of the memory, 64 MiB to 1 GiB", "[store]") {
+  constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
+  CHECK(defaultSymptomCacheBytes(0) == 64 * kMiB);              // memory unknown
+  CHECK(defaultSymptomCacheBytes(512 * kMiB) == 64 * kMiB);     // a small VM
+  CHECK(defaultSymptomCacheBytes(4 * kGiB) == 256 * kMiB);
+  CHECK(defaultSymptomCacheBytes(12 * kGiB) == 768 * kMiB);
+  CHECK(defaultSymptomCacheBytes(16 * kGiB) == 1 * kGiB);
+  CHECK(defaultSymptomCacheBytes(512 * kGiB) == 1 * kGiB);
+  // This machine's (or cgroup's): something, and no more than the machine has.
+  const uint64_t here = availableMemoryBytes();
+  CHECK(here > 0);
+  CHECK(here <= uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE)));
 }
