@@ -309,6 +309,7 @@ int cmdRun(const RunOptions& o) {
   std::fflush(stdout);
 
   // 5. The job ends (epilog) right after the cascade: FAILED; then wait for the stored verdict.
+  const auto verdict_cpu0 = threadTimes(o.aggregator_pid);
   const int64_t t_end = steadyNs();
   auto ended = http(o.http_port, "POST", "/jobs/" + o.job_id + "/end", token,
                     json{{"state", "FAILED"}, {"exit_code", "1:0"}, {"time", common::formatTimeNs(wallNs())}}.dump());
@@ -327,6 +328,8 @@ int cmdRun(const RunOptions& o) {
     }
     ::usleep(2000);
   }
+  const auto verdict_cpu1 = threadTimes(o.aggregator_pid);
+  const double verdict_wall = double(steadyNs() - t_end) / 1e9;
   std::string m1 = getMetrics();
   if (verdict_s < 0) {
     std::printf("verdict   none within the deadline (end POST answered %s in %.3f s)\n",
@@ -351,6 +354,18 @@ int cmdRun(const RunOptions& o) {
     std::printf("          aggregator's own histograms: faultline_verdict_compute_seconds %.3f s, "
                 "faultline_verdict_latency_seconds %.3f s\n",
                 metric(m1, "faultline_verdict_compute_seconds_sum"), metric(m1, "faultline_verdict_latency_seconds_sum"));
+    if (o.aggregator_pid > 0) {
+      // The main thread judges inside the end POST: its CPU against the wall time says how much of
+      // the wait was the work and how much the machine (runnable, waiting for a core).
+      auto d = cpuDelta(verdict_cpu0, verdict_cpu1, o.aggregator_pid);
+      double main_queue = 0;
+      if (auto a = verdict_cpu0.find(o.aggregator_pid), b = verdict_cpu1.find(o.aggregator_pid);
+          a != verdict_cpu0.end() && b != verdict_cpu1.end())
+        main_queue = double(b->second.runqueue_ns - a->second.runqueue_ns) / 1e9;
+      std::printf("          cpu over %.2f s: aggregator %.2f s (%s); main thread (HTTP, verdicts) on a cpu %.2f s, "
+                  "runnable but waiting for one %.2f s\n",
+                  verdict_wall, d.total, d.top.c_str(), d.main, main_queue);
+    }
   }
   std::fflush(stdout);
 

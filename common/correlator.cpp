@@ -122,6 +122,14 @@ void addCandidates(Diagnosis& d, const std::vector<Item>& items, const phases::S
 
 }  // namespace
 
+Symptom copyForCorrelation(const Symptom& s) {
+  // A whole copy, then the cut: the store's cache makes one per symptom it writes, and spelling
+  // the members out instead would miss the next one added to Symptom.
+  Symptom out = s;
+  if (out.evidence.size() > 1) out.evidence.resize(1);
+  return out;
+}
+
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
                     const CorrelatorOptions& o) {
   static const std::vector<Relation> kNoRelations;

@@ -61,8 +61,14 @@ struct CorrelatorOptions {
   int repeat_offender_failures = 2;
 };
 
-// `rules` (may be null) supplies the recommended action of the cause's rule.
+// `rules` (may be null) supplies the recommended action of the cause's rule. Of a symptom's
+// evidence it reads the first line only (the one a cause or chain entry quotes).
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
                     const CorrelatorOptions& options = {});
+
+// `s` as correlate() reads it: every member, the evidence cut to its first line. The live
+// verdict's window read hands out such copies (a 10,000-node job's ~200k symptoms; the other
+// evidence lines were most of their bytes).
+Symptom copyForCorrelation(const Symptom& s);
 
 }  // namespace faultline::common

@@ -17,6 +17,7 @@
 #include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
 #include "aggregator/store/store_internal.h"
+#include "common/correlator.h"
 
 namespace faultline::aggregator {
 
@@ -372,9 +373,9 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
     std::string err;
     if (!tx->commit(&err)) return failAll(err);
     if (cache)
-      for (size_t r = 0; r < rows.size(); ++r) cache_.put(ids[r], *rows[r].s);
+      for (size_t r = 0; r < rows.size(); ++r) cache_.put(ids[r], common::copyForCorrelation(*rows[r].s));
   } else if (cache) {
-    for (size_t r = 0; r < rows.size(); ++r) cache_pending_.emplace_back(ids[r], *rows[r].s);
+    for (size_t r = 0; r < rows.size(); ++r) cache_pending_.emplace_back(ids[r], common::copyForCorrelation(*rows[r].s));
   }
   for (const Todo* t : stored) {
     out[t->i].status = IngestResult::Status::kStored;

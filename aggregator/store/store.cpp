@@ -935,6 +935,12 @@ void parallelFor(size_t n, Fn fn) {
   for (size_t i = 0; i < std::min(n, per); ++i) fn(i);
   for (auto& t : pool) t.join();
 }
+
+// A decoded symptom as the cache holds it (common::copyForCorrelation): the first evidence line.
+common::Symptom forCorrelation(common::Symptom s) {
+  if (s.evidence.size() > 1) s.evidence.resize(1);
+  return s;
+}
 }  // namespace
 
 std::string windowQuery(std::string_view columns, std::string_view node_set) {
@@ -1003,7 +1009,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
           at.erase(it);
           raw.emplace_back(p.view(1));
         }
-        parallelFor(raw.size(), [&](size_t k) { out[slot[k]] = symptomFromPayload(raw[k]); });
+        parallelFor(raw.size(), [&](size_t k) { out[slot[k]] = forCorrelation(symptomFromPayload(raw[k])); });
         i += n;
       }
       // A row deleted between the two reads (no snapshot spans them on PostgreSQL) is left out,
@@ -1041,7 +1047,7 @@ std::vector<common::Symptom> Store::symptomsForWindow(const std::vector<std::str
       if (raw.empty()) break;
       const size_t base = out.size();
       out.resize(base + raw.size());
-      parallelFor(raw.size(), [&](size_t k) { out[base + k] = symptomFromPayload(raw[k]); });
+      parallelFor(raw.size(), [&](size_t k) { out[base + k] = forCorrelation(symptomFromPayload(raw[k])); });
     }
   }
   int64_t hi = 0;

@@ -303,7 +303,8 @@ class Store {
                                   int64_t post_ns);
 
   // Symptoms of `nodes` with last_ns in [from, to] (untimed ones: received in [from, to_received]),
-  // in (node, id) order. `max_id` (if non-null) gets the highest id returned.
+  // in (node, id) order. `max_id` (if non-null) gets the highest id returned. For a verdict: each
+  // as common::copyForCorrelation gives it (its evidence cut to the first line).
   std::vector<common::Symptom> symptomsForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                  int64_t to_ns, int64_t to_received_ns, int64_t* max_id);
   std::vector<StoredSymptom> symptoms(const SymptomFilter& filter);

@@ -2,6 +2,9 @@
 // just ended reads its symptoms from here instead of decoding their JSON payloads again (on a
 // 10,000-node job, ~200k payloads were most of the time between the end event and the verdict).
 //
+// It holds what a verdict reads of each (common::copyForCorrelation: the evidence cut to its first
+// line, which halves what a symptom costs here).
+//
 // Never the source of truth: the store's query says which symptoms belong to a window, the cache
 // only spares decoding those it holds. An entry is put after the transaction that wrote its row
 // committed (a rolled-back id may be given again), replaces any entry of the same id, and writes

@@ -10,6 +10,7 @@
 
 #include "aggregator/offline/attribute.h"
 #include "common/rule_set.h"
+#include "common/wire.h"
 
 using namespace faultline;
 namespace fs = std::filesystem;
@@ -76,4 +77,43 @@ TEST_CASE("every sample bundle gets its expected verdict", "[samples]") {
       CHECK(back->chain.size() == d->chain.size());
     }
   }
+}
+
+// The live verdict reads its symptoms as common::copyForCorrelation gives them (the evidence cut
+// to its first line: the store's window read and decoded-symptom cache hold no more). correlate()
+// must judge every sample the same from those copies, and a copy must carry every other member.
+TEST_CASE("every sample bundle gets the same diagnosis from the symptoms cut for correlation", "[samples]") {
+  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  common::RuleEngine engine(loaded.rules);
+  std::vector<fs::path> samples;
+  for (const char* root : {FAULTLINE_SOURCE_DIR "/samples", FAULTLINE_SOURCE_DIR "/samples/real"})
+    for (const auto& e : fs::directory_iterator(root))
+      if (fs::exists(e.path() / "expected.json")) samples.push_back(e.path());
+  REQUIRE(samples.size() >= 55);
+  size_t cut = 0;  // symptoms that had evidence to cut
+  for (const auto& dir : samples) {
+    INFO(dir.string());
+    std::string error;
+    auto bundle = offline::loadBundle(dir.string(), engine, &error);
+    INFO(error);
+    REQUIRE(bundle);
+    std::vector<common::Symptom> copies;
+    for (const auto& s : bundle->symptoms) {
+      copies.push_back(common::copyForCorrelation(s));
+      common::Symptom want = s;
+      if (want.evidence.size() > 1) {
+        want.evidence.resize(1);
+        ++cut;
+      }
+      common::SymptomBatchData a, b;
+      a.symptoms = {want};
+      b.symptoms = {copies.back()};
+      CHECK(common::encodeBatch(a) == common::encodeBatch(b));
+    }
+    auto full = common::correlate(bundle->job, bundle->symptoms, &engine.rules());
+    auto from_copies = common::correlate(bundle->job, std::move(copies), &engine.rules());
+    CHECK(common::toJson(from_copies).dump() == common::toJson(full).dump());
+  }
+  CHECK(cut > 100);  // the samples do exercise the cut
 }
