@@ -75,10 +75,11 @@ class VerdictEngine {
 
  private:
   std::optional<VerdictRow> store(VerdictRow v);
-  // Nodes of `job` whose agent has not yet reported past end + margin.
+  // Nodes of `job` whose agent has not yet reported past end + margin (the store asked for how far
+  // each reported, nothing else of its row: the tick asks this of every open verdict).
   std::vector<std::string> unreportedNodes(const JobRow& job);
-  // The same from the job's node rows as already read (a 10,000-node job's are ~0.1 s to read).
-  std::vector<std::string> unreportedNodes(const JobRow& job, const std::map<std::string, NodeRow>& rows);
+  // The same from how far each node reported (a node missing from `reported` never did).
+  std::vector<std::string> unreportedNodes(const JobRow& job, const std::map<std::string, int64_t>& reported);
 
   // The settled symptom id before the latest evaluation of `job_id` read its window: every
   // symptom at or below it was in that read (or outside the window). -1: not judged by this
