@@ -525,7 +525,8 @@ bool Store::migratePostgres(std::string* error) {
 }
 
 void Store::addNodeEventLocked(const NodeEvent& e) {
-  Stmt s(db_->get(), "INSERT INTO node_events(node, time_ns, kind, detail, job_id) VALUES(?,?,?,?,?)");
+  // Kept: a fleet's agents all come up at once after an outage, each with an event.
+  Stmt s(*db_, "INSERT INTO node_events(node, time_ns, kind, detail, job_id) VALUES(?,?,?,?,?)");
   s.bind(1, e.node).bind(2, e.time_ns).bind(3, e.kind).bind(4, e.detail).bind(5, e.job_id).step();
 }
 
