@@ -1156,7 +1156,7 @@ std::vector<StoredSymptom> Store::symptoms(const SymptomFilter& f) {
 std::vector<Store::NewSymptomSpan> Store::symptomsSince(int64_t after_id, int64_t upto_id) {
   Lock lock(*this);
   // The rows in id order (the primary key's range) and the spans made here: GROUP BY node made
-  // SQLite sort every new row first, a third of a cascade tick's instructions.
+  // SQLite sort every new row first: over a quarter of a cascade tick's instructions.
   Stmt s(*db_,
          "SELECT node, time_known, first_ns, last_ns, received_ns, id FROM symptoms WHERE id > ? AND id <= ? "
          "ORDER BY id");
