@@ -102,6 +102,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t root_index = agents / 2;  // 0-based
+  // The sample node agent a replays: the root for the middle agent, one of the others otherwise.
+  auto sampleEntryOf = [&](size_t a) { return a == root_index ? nullptr : others[a % others.size()]; };
+  auto sampleHostOf = [&](size_t a) -> const std::string& {
+    return a == root_index ? sample->expected_node : sampleEntryOf(a)->first;
+  };
 
   // Batch b of agent a: the next per_batch symptoms of its sample node, cyclically, one second
   // later per pass.
@@ -113,8 +118,8 @@ int main(int argc, char** argv) {
       char host[32];
       std::snprintf(host, sizeof host, "gpu-n%05zu", a + 1);
       if (b == 0) hosts.push_back(host);
-      const auto& sample_host = a == root_index ? sample->expected_node : others[a % others.size()]->first;
-      const auto& list = a == root_index ? *root_list : others[a % others.size()]->second;
+      const auto& sample_host = sampleHostOf(a);
+      const auto& list = a == root_index ? *root_list : sampleEntryOf(a)->second;
       common::SymptomBatchData d;
       d.header.agent_id = std::string("agent-") + host;
       d.header.hostname = host;
@@ -199,7 +204,7 @@ int main(int argc, char** argv) {
     // Every agent's first heartbeat, with its node's inventory (the aggregator has these when a
     // job ends: the verdict reads them for node facts).
     for (size_t a = 0; a < hosts.size(); ++a) {
-      const auto& sample_host = a == root_index ? sample->expected_node : others[a % others.size()]->first;
+      const auto& sample_host = sampleHostOf(a);
       HeartbeatInfo hb;
       hb.agent_id = "agent-" + hosts[a];
       hb.hostname = hosts[a];
