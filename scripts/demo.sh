@@ -12,6 +12,10 @@ echo "== the same on samples/real: logs posted in public threads, causes establi
 echo
 python3 scripts/check-samples.py "$FAULTLINE" samples/real || true
 echo
+echo "== the first-run ledger (samples/real/LEDGER.md): each real bundle's verdict on its first run, before any change for it"
+echo
+python3 scripts/ledger.py score || true
+echo
 echo "== one full report: samples/cascade64-xid79 (64 nodes, hundreds of NCCL errors, one Xid 79)"
 echo
 "$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | head -40

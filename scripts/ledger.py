@@ -52,28 +52,30 @@ def load(path):
 
 def verdict_of(doc):
     """The fields a verdict is judged on, from a diagnosis (--json) or an expected.json."""
-    if "responsible_nodes" in doc and doc["responsible_nodes"] and isinstance(doc["responsible_nodes"][0], dict):
-        nodes = sorted(r["node"] for r in doc["responsible_nodes"])
+    if "schema_version" in doc:  # a diagnosis
+        nodes = sorted(r["node"] if isinstance(r, dict) else r for r in doc["responsible_nodes"])
         cause = doc["cause"]["rule_id"] if doc.get("cause") else None
+        device = doc["cause"].get("device", "") if doc.get("cause") else ""
         cands = [c["rule_id"] for c in doc.get("candidates", [])]
-    elif "cause" in doc or "candidates" in doc:
-        nodes = sorted(doc.get("responsible_nodes", []))
-        cause = doc["cause"]["rule_id"] if doc.get("cause") else None
-        cands = [c["rule_id"] for c in doc.get("candidates", [])]
-    else:
+    else:  # an expected.json
         nodes = sorted(doc.get("responsible_nodes", []))
         cause = doc.get("cause_rule")
+        device = doc.get("device")
         cands = []
-    return {"terminal_state": doc["terminal_state"], "sub_domain": doc["sub_domain"],
-            "responsible_nodes": nodes, "cause_rule": cause, "candidates": cands}
+    v = {"terminal_state": doc["terminal_state"], "sub_domain": doc["sub_domain"],
+         "responsible_nodes": nodes, "cause_rule": cause, "candidates": cands}
+    if device is not None:
+        v["device"] = device
+    return v
 
 
 def classify(exp, got):
-    """exact: state, sub_domain, nodes and cause as samples_test checks them. confident-wrong: a
+    """exact: state, sub_domain, nodes and cause (and the cause's device when expected.json names
+    one) as samples_test checks them. confident-wrong: a
     concrete domain other than the expected one, or a node the thread does not blame. inexact:
     the rest (an honest unattributed/ambiguous, the right domain with another cause or no node)."""
     cause_ok = (exp["cause_rule"] in (None, *got["candidates"]) if got["sub_domain"] == "ambiguous"
-                else got["cause_rule"] == exp["cause_rule"])
+                else got["cause_rule"] == exp["cause_rule"] and (not exp.get("device") or got.get("device") == exp["device"]))
     if (got["terminal_state"] == exp["terminal_state"] and got["sub_domain"] == exp["sub_domain"]
             and got["responsible_nodes"] == exp["responsible_nodes"] and cause_ok):
         return "exact"

@@ -333,7 +333,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
   }
   int default_year = 1970;
   if (b.job.start_ns) default_year = common::yearOfNs(b.job.start_ns);
-  const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "README.md", "node.json"};
+  const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "first_run.json", "README.md", "node.json"};
 
   common::SymptomAggregator agg(options.aggregation_window_ns);
 
