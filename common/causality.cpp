@@ -169,7 +169,7 @@ struct Loader {
       ex.symptoms.push_back({kv.first.as<std::string>(), std::move(s)});
     }
     static const std::set<std::string> kEffects = {"consequence", "context", "wrapper", "peer",
-                                                   "job_wide",    "persists", "none", "dropped"};
+                                                   "job_wide",    "persists", "service", "none", "dropped"};
     for (const auto& kv : n["expect"]) {
       auto name = kv.first.as<std::string>(), eff = kv.second.as<std::string>();
       if (!kEffects.count(eff)) add(kv.second, fmt::format("unknown expected effect '{}'", eff));
@@ -237,7 +237,8 @@ struct Loader {
     static const std::map<std::string, RelationEffect> kEffect = {
         {"consequence", RelationEffect::kConsequence}, {"context", RelationEffect::kContext},
         {"wrapper", RelationEffect::kWrapper},         {"peer", RelationEffect::kPeer},
-        {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists}};
+        {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists},
+        {"service", RelationEffect::kService}};
     auto effect = n["effect"].as<std::string>();
     if (auto it = kEffect.find(effect); it != kEffect.end()) r.effect = it->second;
     else add(n["effect"], fmt::format("unknown effect '{}'", effect));
@@ -274,6 +275,7 @@ std::string_view relationEffectName(RelationEffect e) {
     case RelationEffect::kPeer: return "peer";
     case RelationEffect::kJobWide: return "job_wide";
     case RelationEffect::kPersists: return "persists";
+    case RelationEffect::kService: return "service";
   }
   return "consequence";
 }

@@ -51,6 +51,8 @@ enum class RelationEffect {
   kPeer,         // the symptom names its far end (field `peer_field`): the peer is the suspect
   kJobWide,      // on every node of the job (or naming several ranks): the job's, not a node's
   kPersists,     // a fault that lasts until the node reboots: counts however long before the job
+  kService,      // the fault lies in a service outside the job's nodes (a storage server, a shared
+                 // file system's quota, the scheduler's controller): a verdict it anchors names no node
 };
 
 enum class RelationScope { kSameDevice, kSameNode, kOtherNode, kAnyNode };
@@ -63,7 +65,7 @@ struct RelationExample {
   std::vector<Entry> symptoms;
   std::vector<std::string> job_nodes;  // empty: the nodes the symptoms name
   int64_t job_start_offset_ns = 0;     // job start relative to t=0 of the example
-  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists"
+  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists", "service"
   // or "none" (the relation leaves it alone).
   std::map<std::string, std::string> expect;
   int line = 0;

@@ -144,6 +144,11 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
     b.explanation = fmt::format("Every node of the job failed the same way: {}. That is the job's own error (its "
                                 "configuration, data or launch), not a node's [causality: {}].",
                                 nameOf(a), d.job_wide_relation);
+  } else if (!items[sc.anchor].service_relation.empty()) {
+    // The reporting node only saw the outage; draining it fixes nothing.
+    b.explanation = fmt::format("{} is a fault of a service outside the job's nodes, which only reported it: no node "
+                                "is named [causality: {}].",
+                                nameOf(a), items[sc.anchor].service_relation);
   } else if (c.fallback && a.sub_domain != SubDomain::kApplication) {
     b = fallbackBlame(job, items, sc, o);
   } else {
@@ -253,7 +258,8 @@ std::map<std::string, std::string> runRelationExample(const Relation& relation, 
   for (const auto& it : items) {
     std::string effect = "none";
     if (it.because.find(fmt::format("[causality: {}]", relation.id)) != std::string::npos ||
-        it.wrapper_relation == relation.id || it.peer_relation == relation.id || it.job_wide_relation == relation.id)
+        it.wrapper_relation == relation.id || it.peer_relation == relation.id || it.job_wide_relation == relation.id ||
+        it.service_relation == relation.id)
       effect = relationEffectName(relation.effect);
     out[it.s.field("example_name")] = effect;
   }

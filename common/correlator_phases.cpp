@@ -453,6 +453,10 @@ class RelationPass {
         if (!it.job_wide_relation.empty()) return false;
         it.job_wide_relation = r.id;
         return true;
+      case RelationEffect::kService:
+        if (!it.service_relation.empty()) return false;
+        it.service_relation = r.id;
+        return true;
       case RelationEffect::kPersists: return false;  // decided in scope
     }
     return false;

@@ -13,6 +13,9 @@ moment, in BUNDLE/first_run.json. It refuses to run a second time.
   ledger.py render                   LEDGER.md from the bundles (stdout)
   ledger.py check                    LEDGER.md is what `render` gives; every bundle has a row
   ledger.py score                    the summary: first-run scores (first/last 50), per domain, spread
+  ledger.py pending BINARY           the recorded pending bundles under a build now: which pass (ready
+                                     for samples/real); bundles still waiting for their first run are
+                                     not run, so nothing is changed for them before it
 
 Bundles live in samples/real/ (their verdict is tested) or samples/real-pending/ (recorded, not yet
 right: the fix for their family is still open). Bundles without first_run.json entered before the
@@ -275,6 +278,22 @@ def main():
         return 0
     if cmd == "render":
         sys.stdout.write(render())
+        return 0
+    if cmd == "pending":
+        ready = 0
+        for n, d, where in bundles():
+            if where != "pending" or not os.path.isfile(os.path.join(d, "first_run.json")):
+                continue
+            p = subprocess.run([args[0], "attribute", "--json", d], capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"{n:44} ERROR {p.stderr.strip()[:80]}")
+                continue
+            exp = verdict_of(load(os.path.join(d, "expected.json")))
+            got = verdict_of(json.loads(p.stdout))
+            ok = classify(exp, got) == "exact"
+            ready += ok
+            print(f"{n:44} {'PASS' if ok else 'no  '}  got: {show(got)}" + ("" if ok else f"  expected: {show(exp)}"))
+        print(f"{ready} ready for samples/real")
         return 0
     if cmd == "score":
         print("\n".join(summary(rows())))
