@@ -169,7 +169,7 @@ struct Loader {
       ex.symptoms.push_back({kv.first.as<std::string>(), std::move(s)});
     }
     static const std::set<std::string> kEffects = {"consequence", "context", "wrapper", "peer",
-                                                   "job_wide",    "persists", "service", "none", "dropped"};
+                                                   "job_wide",    "persists", "service", "between", "none", "dropped"};
     for (const auto& kv : n["expect"]) {
       auto name = kv.first.as<std::string>(), eff = kv.second.as<std::string>();
       if (!kEffects.count(eff)) add(kv.second, fmt::format("unknown expected effect '{}'", eff));
@@ -238,7 +238,7 @@ struct Loader {
         {"consequence", RelationEffect::kConsequence}, {"context", RelationEffect::kContext},
         {"wrapper", RelationEffect::kWrapper},         {"peer", RelationEffect::kPeer},
         {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists},
-        {"service", RelationEffect::kService}};
+        {"service", RelationEffect::kService},         {"between", RelationEffect::kBetween}};
     auto effect = n["effect"].as<std::string>();
     if (auto it = kEffect.find(effect); it != kEffect.end()) r.effect = it->second;
     else add(n["effect"], fmt::format("unknown effect '{}'", effect));
@@ -276,6 +276,7 @@ std::string_view relationEffectName(RelationEffect e) {
     case RelationEffect::kJobWide: return "job_wide";
     case RelationEffect::kPersists: return "persists";
     case RelationEffect::kService: return "service";
+    case RelationEffect::kBetween: return "between";
   }
   return "consequence";
 }

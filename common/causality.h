@@ -53,6 +53,8 @@ enum class RelationEffect {
   kPersists,     // a fault that lasts until the node reboots: counts however long before the job
   kService,      // the fault lies in a service outside the job's nodes (a storage server, a shared
                  // file system's quota, the scheduler's controller): a verdict it anchors names no node
+  kBetween,      // the fault lies between the node and a peer (a connection neither end is shown to
+                 // break): a verdict it anchors names no node
 };
 
 enum class RelationScope { kSameDevice, kSameNode, kOtherNode, kAnyNode };
@@ -65,7 +67,7 @@ struct RelationExample {
   std::vector<Entry> symptoms;
   std::vector<std::string> job_nodes;  // empty: the nodes the symptoms name
   int64_t job_start_offset_ns = 0;     // job start relative to t=0 of the example
-  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists", "service"
+  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists", "service", "between"
   // or "none" (the relation leaves it alone).
   std::map<std::string, std::string> expect;
   int line = 0;

@@ -457,6 +457,10 @@ class RelationPass {
         if (!it.service_relation.empty()) return false;
         it.service_relation = r.id;
         return true;
+      case RelationEffect::kBetween:
+        if (!it.between_relation.empty()) return false;
+        it.between_relation = r.id;
+        return true;
       case RelationEffect::kPersists: return false;  // decided in scope
     }
     return false;

@@ -221,7 +221,7 @@ def summary(rs):
         e = r["expected"]
         if not e:
             continue
-        key = e["sub_domain"] if e["terminal_state"] not in ("success", "cancelled") else "success/cancelled"
+        key = "none (success, cancelled, healthy timeout)" if e["sub_domain"] == "none" else e["sub_domain"]
         spread[key] = spread.get(key, 0) + 1
     multi = sum(node_count(r["bundle"], r["where"]) >= 2 for r in rs)
     lines.append("- spread (all rows, by expected verdict): " + ", ".join(f"{k} {v}" for k, v in sorted(spread.items()))
