@@ -24,7 +24,22 @@ bool isExportKey(std::string_view key) {
 }
 
 // The format this line votes for; kUnknown for no vote.
+LogFormat classifyBareLine(std::string_view line);
+
+// A line behind grep's file-name prefix votes for the format of what follows it.
 LogFormat classifyLine(std::string_view line) {
+  const LogFormat f = classifyBareLine(line);
+  if (f != LogFormat::kApplication) return f;
+  if (const size_t n = parse::grepFilePrefix(line)) {
+    const LogFormat behind = classifyBareLine(line.substr(n));
+    if (behind != LogFormat::kApplication && behind != LogFormat::kUnknown && behind != LogFormat::kJournalJson &&
+        behind != LogFormat::kJournalExport && behind != LogFormat::kIpmiSel)
+      return behind;
+  }
+  return f;
+}
+
+LogFormat classifyBareLine(std::string_view line) {
   using namespace parse;
   IpmiSelLine sel;  // "   1 | 06/01/2024 | ...": right-aligned ids start with spaces
   if (parseIpmiSelLine(line, &sel) || isIpmiSelHeader(line)) return LogFormat::kIpmiSel;
@@ -88,6 +103,8 @@ LogFormat classifyLine(std::string_view line) {
 }
 
 }  // namespace
+
+LogFormat classifyLogLine(std::string_view line) { return classifyLine(line); }
 
 LogFormat detectFormat(std::string_view head) {
   if (head.size() > kHeadLimit) head = head.substr(0, kHeadLimit);

@@ -276,4 +276,39 @@ bool isJournalMarker(std::string_view line) {
   return line.size() >= 6 && startsWith(line, "-- ") && line.substr(line.size() - 3) == " --";
 }
 
+namespace {
+
+bool isLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+bool isFileNameChar(char c) {
+  return isLetter(c) || isDigit(c) || c == '_' || c == '.' || c == '/' || c == '-' || c == '+' || c == '@';
+}
+
+// After "NAME" + sep: an optional "<digits><sep>" (grep -n); returns the position after it.
+size_t skipGrepLineNumber(std::string_view line, size_t pos, char sep) {
+  size_t i = pos;
+  while (i < line.size() && isDigit(line[i])) ++i;
+  return (i > pos && i < line.size() && line[i] == sep) ? i + 1 : pos;
+}
+
+}  // namespace
+
+size_t grepFilePrefix(std::string_view line) {
+  constexpr size_t kMaxName = 256;
+  size_t i = 0;
+  bool letter = false;
+  while (i < line.size() && i < kMaxName && isFileNameChar(line[i])) letter |= isLetter(line[i++]);
+  if (i == 0 || !letter || i >= line.size() || line[i] != ':') return 0;
+  size_t end = skipGrepLineNumber(line, i + 1, ':');
+  if (end >= line.size() || isSpace(line[end]) || line[end] == '/' || line[end] == ':') return 0;
+  return end;
+}
+
+size_t grepNamedPrefix(std::string_view line, std::string_view name) {
+  if (name.empty() || line.size() <= name.size() || line.compare(0, name.size(), name) != 0) return 0;
+  const char sep = line[name.size()];
+  if (sep != ':' && sep != '-') return 0;
+  return skipGrepLineNumber(line, name.size() + 1, sep);
+}
+
 }  // namespace faultline::common::parse

@@ -68,4 +68,15 @@ bool parseDmesgIsoStamp(std::string_view s, int64_t* utc_ns, size_t* length);
 // "-- Boot 5f1c... --", "-- Logs begin at ... --", "-- No entries --", "-- Reboot --", ...
 bool isJournalMarker(std::string_view line);
 
+// grep's file-name prefix ("grep -H", a search of several files or "grep -r"): "FILE:" before a
+// matched line, "FILE-" before a context line (-A/-B/-C), with -n "FILE:12:" / "FILE-12-".
+// Returns the prefix's length (separators included) when `line` starts with a file-name token
+// (no blanks, at least one letter) and its ':' separator with a non-blank after it, else 0. Only
+// the ':' form is found here; a context line's '-' form is recognised by the name learned from a
+// matched line (grepContextPrefix).
+size_t grepFilePrefix(std::string_view line);
+// The prefix of `line` when it is `name` followed by grep's ':' or '-' separator (and an optional
+// line number with the same separator), else 0.
+size_t grepNamedPrefix(std::string_view line, std::string_view name);
+
 }  // namespace faultline::common::parse

@@ -1,5 +1,7 @@
 #include "common/parse/line_parser.h"
 
+#include "common/parse/line_grammar.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -12,7 +14,7 @@ constexpr size_t kMaxCandidateLines = 4096;
 }  // namespace
 
 LineParser::LineParser(LogFormat format, ParseOptions options, RecordSink sink)
-    : options_(std::move(options)), sink_(std::move(sink)) {
+    : options_(std::move(options)), format_(format), sink_(std::move(sink)) {
   report_.format = format;
   if (options_.literals) {
     const unsigned escapes = format == LogFormat::kKmsg          ? LiteralScanner::Stream::kBackslash
@@ -196,7 +198,30 @@ void LineParser::dispatchLine(std::string_view line) {
     line_candidate_ = false;
   }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  onLine(line);
+  onLine(stripGrepPrefix(line));
+}
+
+std::string_view LineParser::stripGrepPrefix(std::string_view line) {
+  switch (format_) {
+    case LogFormat::kSyslog: case LogFormat::kDmesgRaw: case LogFormat::kDmesgCtime: case LogFormat::kDmesgIso:
+    case LogFormat::kJournalShortIso: case LogFormat::kFabricManager: break;
+    default: return line;
+  }
+  if (grep_name_.empty()) {
+    // Learned once, from the first line that has the prefix before this format's own stamp.
+    if (grep_checked_ || line.empty()) return line;
+    if (line_no_ > 64) {  // a file of grep output shows it from its first lines; stop looking
+      grep_checked_ = true;
+      return line;
+    }
+    const size_t n = grepFilePrefix(line);
+    if (n == 0 || classifyLogLine(line) != format_ || classifyLogLine(line.substr(n)) != format_) return line;
+    grep_checked_ = true;
+    grep_name_.assign(line.substr(0, line.find(':')));
+  }
+  if (line == "--") return {};  // grep's separator between context groups
+  const size_t n = grepNamedPrefix(line, grep_name_);
+  return n ? line.substr(n) : line;
 }
 
 void LineParser::dispatchOversized() {

@@ -93,6 +93,7 @@ class LineParser : public StreamParser {
   bool takeHits(uint64_t end);
   void rotateLineIds(bool known);
   void markCandidate(uint64_t line_no);
+  std::string_view stripGrepPrefix(std::string_view line);
   bool candidateIn(uint64_t first, uint64_t last) const;
 
   std::unique_ptr<LiteralScanner::Stream> lit_stream_;
@@ -112,6 +113,12 @@ class LineParser : public StreamParser {
   uint64_t cand_forgotten_ = 0;      // lines up to here may have held hits that were pruned
   bool both_clocks_seen_ = false;
   uint64_t fed_ = 0;  // bytes fed before the current chunk
+
+  // grep's file-name prefix learned from the first line that carries it before this format's
+  // stamp ("" = none yet); stripped from every line that starts with it.
+  LogFormat format_;
+  std::string grep_name_;
+  bool grep_checked_ = false;
 
   RecordSink sink_;
   std::string buf_;           // partial line (or raw bytes) carried between feed() calls

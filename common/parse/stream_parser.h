@@ -92,6 +92,11 @@ std::unique_ptr<StreamParser> makeStreamParser(LogFormat format, ParseOptions op
 // first non-empty lines; kApplication when nothing more specific fits.
 LogFormat detectFormat(std::string_view head);
 
+// The format one line votes for in detectFormat (kUnknown: no vote). A line behind grep's
+// file-name prefix ("messages:Jun 17 ...") votes for the format behind it; the line parsers of
+// stamped formats then drop that prefix from every line (line_grammar.h grepFilePrefix).
+LogFormat classifyLogLine(std::string_view line);
+
 // ---- Single-record helpers shared with the agent's live sources -------------------------
 
 // One /dev/kmsg record: "prio,seq,usec,flags[,...];text\n[ KEY=value\n...]".

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/parse/line_grammar.h"
 #include "parse_test_util.h"
 
 using namespace faultline::common;
@@ -49,4 +50,50 @@ TEST_CASE("detectFormat: mixed file takes the majority, head limit respected") {
   std::string big;
   while (big.size() < 70000) big += "[    1.000000] kernel line\n";
   CHECK(detectFormat(big) == LogFormat::kDmesgRaw);
+}
+
+// Posted logs are often grep output: "grep -r Xid /var/log" or "grep -H ... messages*" put the
+// file name (and with -n the line number) before every line, "-" instead of ":" on context lines.
+TEST_CASE("grep output: the file-name prefix is detected and dropped from every line") {
+  const std::string log =
+      "messages:Jun 17 20:18:08 ip-172-31-27-211 kernel: INFO: task sim:78808 blocked for more than 120 seconds.\n"
+      "messages:Jun 17 20:18:08 ip-172-31-27-211 kernel: Call Trace:\n"
+      "messages-Jun 17 20:18:09 ip-172-31-27-211 kernel: context line after it\n"
+      "--\n"
+      "messages:Jun 17 20:20:44 ip-172-31-27-211 kernel: nfs: server nfs1 not responding, still trying\n";
+  REQUIRE(detectFormat(log) == LogFormat::kSyslog);
+  auto r = testing::parseAll(LogFormat::kSyslog, log);
+  REQUIRE(r.records.size() == 4);
+  for (const auto& rec : r.records) {
+    CHECK(rec.time_known);
+    CHECK(rec.host == "ip-172-31-27-211");
+  }
+  CHECK(r.records[0].text.rfind("INFO: task sim:78808", 0) == 0);
+  CHECK(r.records[2].text == "context line after it");
+  CHECK(r.records[3].text == "nfs: server nfs1 not responding, still trying");
+
+  // With -n, and a dmesg file behind a path.
+  const std::string dmesg =
+      "/var/log/dmesg.1:12:[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+      "/var/log/dmesg.1:13:[ 1234.567999] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n";
+  REQUIRE(detectFormat(dmesg) == LogFormat::kDmesgRaw);
+  auto d = testing::parseAll(LogFormat::kDmesgRaw, dmesg, {}, 7);
+  REQUIRE(d.records.size() == 2);
+  CHECK(d.records[0].monotonic_ns == 1234567890000LL);
+  CHECK(d.records[0].text.rfind("NVRM: Xid", 0) == 0);
+}
+
+TEST_CASE("grep output: application lines with a colon are left alone") {
+  CHECK(detectFormat("Error:cuda failed\nINFO:root:step 1\nWARNING:x\n") == LogFormat::kApplication);
+  CHECK(parse::grepFilePrefix("INFO: step") == 0);                  // a blank after the colon
+  CHECK(parse::grepFilePrefix("messages:Jun 17 20:18:08 h k: x") == 9);
+  CHECK(parse::grepFilePrefix("/var/log/syslog:12:Jun 1 x") == 19);
+  CHECK(parse::grepFilePrefix("http://example.org/x") == 0);         // "//" after the colon
+  CHECK(parse::grepFilePrefix("12:34:56 x") == 0);                   // no letter in the name
+  CHECK(parse::grepNamedPrefix("messages-Jun 17 x", "messages") == 9);
+  CHECK(parse::grepNamedPrefix("messagesX:Jun 17 x", "messages") == 0);
+  // A syslog line that merely starts with a word and a colon is not a grep prefix.
+  auto r = testing::parseAll(LogFormat::kSyslog, "Jun 17 20:18:08 gpu1 kernel: x\n");
+  REQUIRE(r.records.size() == 1);
+  CHECK(r.records[0].text == "x");
 }
