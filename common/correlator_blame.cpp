@@ -144,15 +144,13 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
     b.explanation = fmt::format("Every node of the job failed the same way: {}. That is the job's own error (its "
                                 "configuration, data or launch), not a node's [causality: {}].",
                                 nameOf(a), d.job_wide_relation);
-  } else if (!items[sc.anchor].service_relation.empty()) {
-    // The reporting node only saw the outage; draining it fixes nothing.
-    b.explanation = fmt::format("{} is a fault of a service outside the job's nodes, which only reported it: no node "
-                                "is named [causality: {}].",
-                                nameOf(a), items[sc.anchor].service_relation);
-  } else if (!items[sc.anchor].between_relation.empty() && job.nodes.size() > 1) {
-    b.explanation = fmt::format("{} is a fault between nodes, and no end is shown to be the broken one: no node is "
-                                "named [causality: {}].",
-                                nameOf(a), items[sc.anchor].between_relation);
+  } else if (const Item& an = items[sc.anchor];
+             !an.elsewhere_relation.empty() && (an.elsewhere == RelationEffect::kService || job.nodes.size() > 1)) {
+    // The reporting node only saw the outage, or is one end of a path; draining it fixes nothing.
+    const char* where = an.elsewhere == RelationEffect::kService
+                            ? "a fault of a service outside the job's nodes, which only reported it"
+                            : "a fault between nodes, and no end is shown to be the broken one";
+    b.explanation = fmt::format("{} is {}: no node is named [causality: {}].", nameOf(a), where, an.elsewhere_relation);
   } else if (c.fallback && a.sub_domain != SubDomain::kApplication) {
     b = fallbackBlame(job, items, sc, o);
   } else {
@@ -263,7 +261,7 @@ std::map<std::string, std::string> runRelationExample(const Relation& relation, 
     std::string effect = "none";
     if (it.because.find(fmt::format("[causality: {}]", relation.id)) != std::string::npos ||
         it.wrapper_relation == relation.id || it.peer_relation == relation.id || it.job_wide_relation == relation.id ||
-        it.service_relation == relation.id || it.between_relation == relation.id)
+        it.elsewhere_relation == relation.id)
       effect = relationEffectName(relation.effect);
     out[it.s.field("example_name")] = effect;
   }

@@ -454,12 +454,10 @@ class RelationPass {
         it.job_wide_relation = r.id;
         return true;
       case RelationEffect::kService:
-        if (!it.service_relation.empty()) return false;
-        it.service_relation = r.id;
-        return true;
       case RelationEffect::kBetween:
-        if (!it.between_relation.empty()) return false;
-        it.between_relation = r.id;
+        if (!it.elsewhere_relation.empty()) return false;
+        it.elsewhere_relation = r.id;
+        it.elsewhere = r.effect;
         return true;
       case RelationEffect::kPersists: return false;  // decided in scope
     }

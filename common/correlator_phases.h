@@ -40,8 +40,10 @@ struct Item {
   std::string peer_field;            // the field naming the far end ("" = none)
   std::string peer_relation;
   std::string job_wide_relation;     // set when the symptom is job-wide when on every node
-  std::string service_relation;      // set when the fault lies in a service outside the job's nodes
-  std::string between_relation;      // set when the fault lies between the node and a peer
+  // Set by a `service` or `between` relation: the fault lies outside the node that reported it (a
+  // service it uses, the path to a peer), so a verdict it anchors names no node.
+  std::string elsewhere_relation;
+  RelationEffect elsewhere = RelationEffect::kService;
   // A fault from before the job (kept by a `persists` relation, or a GPU missing from the
   // inventory): the cause only when nothing during the job is.
   bool background = false;
