@@ -32,7 +32,6 @@ PENDING = os.path.join(ROOT, "samples", "real-pending")
 LEDGER = os.path.join(REAL, "LEDGER.md")
 SEEN = os.path.join(REAL, "seen-before-ledger.json")
 CONCRETE = {"hardware", "network", "system_software", "infrastructure", "application"}
-
 DOMAINS = CONCRETE | {"ambiguous", "unattributed", "none"}
 
 
