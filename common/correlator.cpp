@@ -97,12 +97,18 @@ std::map<std::string, int> priorities(const std::vector<Item>& items, const Rule
 // Only wrappers failed the job: the node is known when they are all on one (from its own logs,
 // or the job has one node), the domain is not.
 void blameWrappers(Diagnosis& d, const JobInfo& job, const std::vector<Item>& items, const phases::Candidates& c,
-                   const RuleSet* rules) {
+                   const RuleSet* rules, const CorrelatorOptions& o) {
   std::set<std::string> nodes;
   for (size_t i : c.wrappers) nodes.insert(items[i].s.node);
   const Symptom& first = items[c.wrappers.front()].s;
   bool own_log = job.nodes.size() == 1 || first.source_kind != SourceKind::kApplication;
-  if (nodes.size() == 1 && !nodes.begin()->empty() && own_log) d.responsible.push_back({*nodes.begin(), "", 0.3});
+  if (nodes.size() == 1 && !nodes.begin()->empty() && own_log) {
+    if (auto unread = phases::unreadNodes(job, items, *nodes.begin(), o); !unread.empty())
+      d.explanation += fmt::format(" The wrappers are only on {}, but {} had no logs for the window, so no node is named.",
+                                   *nodes.begin(), fmt::join(unread, ", "));
+    else
+      d.responsible.push_back({*nodes.begin(), "", 0.3});
+  }
   if (const Rule* r = rules ? rules->find(first.rule_id) : nullptr) d.recommended_action = r->action;
 }
 
@@ -118,6 +124,19 @@ void addCandidates(Diagnosis& d, const std::vector<Item>& items, const phases::S
     if (!d.candidates.back().action.empty()) actions.push_back(d.candidates.back().action);
   }
   d.recommended_action = fmt::format("{}", fmt::join(actions, " | "));
+}
+
+// The verdict's confidence: its most trusted node's when it names one; otherwise what the kind of
+// evidence supports. A root decides a domain without naming a node (a job-wide error, a storage
+// outage); fallback evidence is a lead; independent candidates are a lead; a systemic fault is
+// likely.
+double verdictConfidence(const Diagnosis& d, const phases::Candidates& c, const phases::Decision& decision) {
+  if (decision.outcome == phases::Outcome::kAmbiguous) return 0.3;
+  if (decision.outcome == phases::Outcome::kSystemic) return 0.6;
+  double best = 0;
+  for (const auto& r : d.responsible) best = std::max(best, r.confidence);
+  if (best > 0) return best;
+  return c.fallback ? 0.4 : 0.8;
 }
 
 }  // namespace
@@ -140,6 +159,7 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
   if (rules) d.ruleset_version = rules->version;
 
   auto items = phases::scope(job, std::move(symptoms), relations, o);
+  phases::estimateOnsets(items, rules);
   phases::applyRelations(items, relations);
   const auto cands = phases::candidates(items);
   std::optional<phases::Scored> scored;
@@ -155,7 +175,7 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
                                     decision.outcome == phases::Outcome::kSystemic);
   if (!has_cause) {
     if (!cands.wrappers.empty() && decision.outcome == phases::Outcome::kUnattributed)
-      blameWrappers(d, job, items, cands, rules);
+      blameWrappers(d, job, items, cands, rules, o);
     demoteRoots(items, fmt::format("no cause attributed ({}) [phase: decision]", phases::outcomeName(decision.outcome)));
     d.chain = phases::chain(items);
     return d;
@@ -164,6 +184,7 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
   auto b = phases::blame(job, items, cands, *scored, decision, o);
   phases::applyHistory(b, o);
   d.responsible = std::move(b.responsible);
+  d.confidence = verdictConfidence(d, cands, decision);
   if (decision.outcome == phases::Outcome::kAmbiguous) {
     addCandidates(d, items, *scored, rules);
   } else {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct CorrelatorOptions {
   size_t systemic_threshold = 16;
   // Per node (by name); nodes not listed are unknown.
   std::map<std::string, NodeFacts> node_facts;
+  // Nodes whose own logs were read for the job's window (a bundle's node folder, an agent whose
+  // sources answered). Evidence that only one node shows localizes the fault there only when the
+  // job's other nodes were read and are clean of it; a node with any symptom in the job counts as
+  // read. nullopt: the caller did not say (unit tests, relation examples): every node counts.
+  std::optional<std::set<std::string>> covered_nodes;
   // Per node (by name), live only; empty offline.
   std::map<std::string, NodeHistory> node_history;
   // A node with at least this many recent failures is a repeat offender.

@@ -40,9 +40,10 @@ std::string addressInHostName(const std::string& node) {
   return std::count(s.begin(), s.end(), '.') == 3 ? s : "";
 }
 
-// The job's nodes that the peer-naming symptoms name as their far end: through node facts'
-// addresses, host names that spell an address, and the job's host names themselves.
-std::set<std::string> peerNodes(const std::vector<Item>& items, const std::vector<size_t>& which,
+// The job's nodes that the peer-naming symptoms name as their far end (through node facts'
+// addresses, host names that spell an address, and the job's host names themselves), each with
+// the nodes that named it.
+std::map<std::string, std::set<std::string>> peerNodes(const std::vector<Item>& items, const std::vector<size_t>& which,
                                 const JobInfo& job, const CorrelatorOptions& o) {
   std::map<std::string, std::string> node_of;
   for (const auto& n : job.nodes) {
@@ -52,14 +53,14 @@ std::set<std::string> peerNodes(const std::vector<Item>& items, const std::vecto
   }
   for (const auto& [node, facts] : o.node_facts)
     for (const auto& a : facts.addresses) node_of[a] = node;
-  std::set<std::string> out;
+  std::map<std::string, std::set<std::string>> out;
   for (size_t i : which) {
     const Item& it = items[i];
     if (it.peer_field.empty()) continue;
     std::string peer = peerAddress(it.s.field(it.peer_field));
     auto f = node_of.find(peer);
     if (f == node_of.end()) f = node_of.find(peer.substr(0, peer.find('.')));
-    if (f != node_of.end() && f->second != it.s.node) out.insert(f->second);
+    if (f != node_of.end() && f->second != it.s.node) out[f->second].insert(it.s.node);
   }
   return out;
 }
@@ -79,23 +80,43 @@ Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Sc
   const Item& a = items[sc.anchor];
   std::vector<size_t> which{sc.anchor};
   which.insert(which.end(), sc.same.begin(), sc.same.end());
-  std::set<std::string> peers = peerNodes(items, which, job, o);
+  std::map<std::string, std::set<std::string>> peers = peerNodes(items, which, job, o);
   std::set<std::string> reporters, evidence_nodes;
   for (size_t i : which)
     if (!items[i].s.node.empty()) reporters.insert(items[i].s.node);
   for (const auto& it : items)
     if (!it.s.node.empty() && (it.eff == Role::kRoot || it.eff == Role::kCascade)) evidence_nodes.insert(it.s.node);
+  // A far end named by two or more reporters is the end they share; one reporter and the peer it
+  // names across a path that did not answer are its two ends, neither shown to be the broken one.
+  // A peer that answered (refused, closed, a lost daemon, a failed node) is named by one reporter
+  // too; one that did not answer (retry exceeded, unresponsive: rule field far_end=path) needs two.
+  const bool path = a.s.field("far_end") == "path";
+  std::vector<std::string> shared;
+  for (const auto& [peer, by] : peers)
+    if (by.size() >= (path ? 2u : 1u)) shared.push_back(peer);
   // Fault evidence (not the teardown of the kill) from one node only, or a one-node job, names
   // that node, unless the evidence itself points elsewhere or reaches the node only through a
   // rank-to-node mapping of a job-wide log.
   const bool local = a.peer_field.empty() && (a.s.source_kind != SourceKind::kApplication || lineNamesNode(a.s));
   const bool one_node = job.nodes.size() == 1 || (local && evidence_nodes.size() == 1 && reporters.size() == 1);
-  if (!peers.empty() && peers.size() <= 2) {
-    for (const auto& n : peers) b.responsible.push_back({n, "", 0.5});
-    auto named = std::find_if(which.begin(), which.end(), [&](size_t i) { return !items[i].peer_relation.empty(); });
+  auto named = std::find_if(which.begin(), which.end(), [&](size_t i) { return !items[i].peer_relation.empty(); });
+  if (!shared.empty() && shared.size() <= 2) {
+    for (const auto& n : shared) b.responsible.push_back({n, "", 0.5});
     b.explanation = fmt::format("No root symptom was found; {} on {} node(s) names {} as the far end [causality: {}].",
                                 a.s.symptom, reporters.size(), joinNodes(b.responsible), items[*named].peer_relation);
+  } else if (path && !peers.empty() && shared.empty() && job.nodes.size() > 1) {
+    std::set<std::string> ends = reporters;
+    for (const auto& [peer, by] : peers) ends.insert(peer);
+    b.explanation = fmt::format("No root symptom was found; {} lies between {} and no end shows a fault of its own, "
+                                "so no node is named [causality: {}].",
+                                a.s.symptom, fmt::join(ends, " and "), items[*named].peer_relation);
   } else if (one_node && !a.s.node.empty()) {
+    if (auto unread = unreadNodes(job, items, a.s.node, o); !unread.empty()) {
+      b.explanation = fmt::format("No root symptom was found; the evidence ({}) is only on {}, but {} had no logs for "
+                                  "the window, so the fault is not localized [phase: blame].",
+                                  nameOf(a.s), a.s.node, fmt::join(unread, ", "));
+      return b;
+    }
     b.responsible.push_back({a.s.node, a.s.device, 0.4});
     b.explanation = fmt::format("No root symptom was found; {} is the most specific evidence and all of it is on {} "
                                 "[phase: blame].", nameOf(a.s), a.s.node);
@@ -129,6 +150,17 @@ Blame rootBlame(const std::vector<Item>& items, const Scored& sc, bool fallback)
 }
 
 }  // namespace
+
+std::vector<std::string> unreadNodes(const JobInfo& job, const std::vector<Item>& items, const std::string& node,
+                                     const CorrelatorOptions& o) {
+  std::vector<std::string> out;
+  if (!o.covered_nodes) return out;
+  std::set<std::string> read = *o.covered_nodes;
+  for (const auto& it : items) read.insert(it.s.node);
+  for (const auto& n : job.nodes)
+    if (n != node && !read.count(n)) out.push_back(n);
+  return out;
+}
 
 Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates& c, const Scored& sc,
             const Decision& d, const CorrelatorOptions& o) {

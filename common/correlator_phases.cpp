@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <set>
 #include <string_view>
@@ -395,9 +396,19 @@ class RelationPass {
     }
     for (size_t j : *list)
       if (j != i && matchesState(*rel.cause, items_[j].s, {items_[j].eff, items_[j].nvswitch}) &&
-          causePlaced(rel, items_[i].s, items_[j].s, j < i))
+          causePlaced(rel, items_[i].s, items_[j].s, j < i) && onsetAllows(rel, i, j))
         return j;
     return std::nullopt;
+  }
+
+  // A symptom printed after a timeout (its rule's detection delay) began before its stamp: it is
+  // no consequence of a cause that began after it, under a relation that wants it after its cause.
+  bool onsetAllows(const Relation& rel, size_t i, size_t j) const {
+    const Item& a = items_[i];
+    const Item& c = items_[j];
+    // Relations that allow their symptom a time before the cause were written with the delay in mind.
+    if (a.delay_ns == 0 || !a.s.time_known || !c.s.time_known || rel.before_ns != 0) return true;
+    return a.s.first_ns - a.delay_ns >= c.s.first_ns - c.delay_ns;
   }
 
   // The reason a relation gives, made once per (relation, cause item, wording): most of a
@@ -480,6 +491,26 @@ void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relat
   RelationPass(items, relations).run();
 }
 
+void estimateOnsets(std::vector<Item>& items, const RuleSet* rules) {
+  if (!rules) return;
+  std::unordered_map<std::string_view, const Rule*> delayed;  // rule id -> its rule when it declares a delay
+  for (const auto& r : rules->rules)
+    if (r.detection_delay_ns > 0 || !r.detection_delay_field.empty()) delayed.emplace(r.id, &r);
+  if (delayed.empty()) return;
+  for (auto& it : items) {
+    auto f = delayed.find(it.s.rule_id);
+    if (f == delayed.end()) continue;
+    const Rule* r = f->second;
+    it.delay_ns = r->detection_delay_ns;
+    if (!r->detection_delay_field.empty()) {
+      const std::string& v = it.s.field(r->detection_delay_field);
+      int64_t sec = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), sec);
+      if (ec == std::errc() && p == v.data() + v.size() && sec > 0 && sec <= 86400) it.delay_ns = sec * 1'000'000'000;
+    }
+  }
+}
+
 Candidates candidates(const std::vector<Item>& items) {
   Candidates c;
   for (size_t i = 0; i < items.size(); ++i)
@@ -505,6 +536,15 @@ Scored score(const std::vector<Item>& items, const Candidates& c, const std::map
   };
   Scored sc;
   size_t anchor = c.roots.front();
+  if (!c.fallback) {
+    // A detector that prints after a timeout reports a condition that began earlier than its
+    // stamp: the root whose condition began first anchors. An onset is only as exact as the
+    // detector's period, so within the clock skew the stamps keep their order.
+    auto onset = [&](size_t i) { return items[i].s.first_ns - items[i].delay_ns; };
+    for (size_t r : c.roots)
+      if (items[r].s.time_known && items[anchor].s.time_known && onset(r) < onset(anchor) - o.clock_skew_ns)
+        anchor = r;
+  }
   if (c.fallback) {
     for (size_t r : c.roots)
       if (prio(r) > prio(anchor)) anchor = r;
@@ -564,7 +604,10 @@ void markScored(std::vector<Item>& items, const Candidates& c, const Scored& sc)
     anchor.eff = Role::kRoot;
     anchor.because = "no root symptom anywhere: the most specific fallback evidence [phase: scoring]";
   } else if (anchor.because.empty() || anchor.because.find("[causality:") == std::string::npos) {
-    anchor.because = "the earliest root symptom [phase: scoring]";
+    anchor.because = anchor.delay_ns > 0
+                         ? fmt::format("the earliest root symptom by onset (printed about {} s after its condition "
+                                       "began) [phase: scoring]", anchor.delay_ns / 1'000'000'000)
+                         : "the earliest root symptom [phase: scoring]";
   }
 }
 

@@ -47,6 +47,9 @@ struct Item {
   // A fault from before the job (kept by a `persists` relation, or a GPU missing from the
   // inventory): the cause only when nothing during the job is.
   bool background = false;
+  // How long before its stamp the condition began (the rule's detection delay): scoring orders
+  // roots by onset = first_ns - delay_ns.
+  int64_t delay_ns = 0;
 };
 
 // Total order: timed before untimed, then time, severity (higher first), node, rule.
@@ -63,6 +66,10 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
 // Phase 2. Applies the relations in order to each item in time order: the first consequence or
 // context relation that fits decides its role; wrapper, peer and job-wide relations mark it.
 void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relations);
+
+// Phase 1b (before the relations, which respect onsets too). Each item's detection delay from its
+// rule (rules may be null: none).
+void estimateOnsets(std::vector<Item>& items, const RuleSet* rules);
 
 struct Candidates {
   std::vector<size_t> roots;     // items that may be the cause
@@ -82,7 +89,8 @@ struct Scored {
   std::vector<size_t> downstream;   // later than the window, or the anchor's node in another domain
 };
 
-// Phase 4. `priority` gives a rule's priority (0 when unknown). The earliest root anchors; on its
+// Phase 4. `priority` gives a rule's priority (0 when unknown). The root with the earliest onset
+// (stamp minus detection delay; ties keep time order) anchors; on its
 // node a more specific report of the same incident (higher priority, within clock skew) replaces
 // it. With fallback evidence only, the most specific kind anchors.
 Scored score(const std::vector<Item>& items, const Candidates& c, const std::map<std::string, int>& priority,
@@ -112,6 +120,12 @@ struct Blame {
   std::vector<ResponsibleNode> responsible;
   std::string explanation;  // the sentence that says why these nodes (or none)
 };
+
+// The job's nodes other than `node` whose logs were not read for the window (options'
+// covered_nodes; a node with any item counts as read), in name order: while any is left,
+// evidence on `node` alone does not localize the fault there.
+std::vector<std::string> unreadNodes(const JobInfo& job, const std::vector<Item>& items, const std::string& node,
+                                     const CorrelatorOptions& options);
 
 // Phase 6.
 Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates& c, const Scored& scored,

@@ -65,6 +65,12 @@ CoverageEntry coverageFromJson(const json& j) {
   return c;
 }
 
+std::string_view confidenceBand(double confidence) {
+  if (confidence >= 0.8) return "strong";
+  if (confidence >= 0.5) return "likely";
+  return "lead";
+}
+
 json toJson(const Diagnosis& d) {
   json j;
   j["schema_version"] = d.schema_version;
@@ -74,8 +80,13 @@ json toJson(const Diagnosis& d) {
   j["systemic"] = d.systemic;
   j["responsible_nodes"] = json::array();
   for (const auto& r : d.responsible)
-    j["responsible_nodes"].push_back({{"node", r.node}, {"device", r.device}, {"confidence", r.confidence}});
+    j["responsible_nodes"].push_back({{"node", r.node},
+                                      {"device", r.device},
+                                      {"confidence", r.confidence},
+                                      {"confidence_band", confidenceBand(r.confidence)}});
   j["cause"] = d.cause ? causeJson(*d.cause) : json(nullptr);
+  j["confidence"] = d.confidence;
+  j["confidence_band"] = d.confidence > 0 ? json(confidenceBand(d.confidence)) : json(nullptr);
   j["recommended_action"] = d.recommended_action;
   j["candidates"] = json::array();
   for (const auto& c : d.candidates) j["candidates"].push_back(causeJson(c));
@@ -119,6 +130,7 @@ std::optional<Diagnosis> diagnosisFromJson(const json& j, std::string* error) {
     for (const auto& r : j.at("responsible_nodes"))
       d.responsible.push_back({r.value("node", ""), r.value("device", ""), r.value("confidence", 0.0)});
     if (j.contains("cause") && j["cause"].is_object()) d.cause = causeFrom(j["cause"]);
+    d.confidence = j.value("confidence", 0.0);
     d.recommended_action = j.value("recommended_action", "");
     if (j.contains("candidates"))
       for (const auto& c : j["candidates"]) d.candidates.push_back(causeFrom(c));
@@ -162,10 +174,11 @@ std::string renderReport(const Diagnosis& d) {
   if (!d.responsible.empty()) {
     std::string nodes;
     for (const auto& r : d.responsible)
-      nodes += fmt::format("{}{}{} ({:.0f}%)", nodes.empty() ? "" : ", ", r.node,
-                           r.device.empty() ? "" : " " + r.device, r.confidence * 100);
+      nodes += fmt::format("{}{}{} ({:.0f}%, {})", nodes.empty() ? "" : ", ", r.node,
+                           r.device.empty() ? "" : " " + r.device, r.confidence * 100, confidenceBand(r.confidence));
     add("responsible: " + nodes);
   }
+  if (d.confidence > 0) add(fmt::format("confidence:  {} ({:.0f}%)", confidenceBand(d.confidence), d.confidence * 100));
   if (d.cause) {
     const auto& c = *d.cause;
     add(fmt::format("cause:       {} [{}]", c.summary.empty() ? c.symptom : c.summary, c.rule_id));

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +74,11 @@ struct CoverageEntry {
   std::string clock = {};
 };
 
+// What a confidence means to an operator (docs/taxonomy.md, calibration table): "strong" (>= 0.8:
+// act on it, drain when the domain is the node's), "likely" (0.5-0.8: inspect before acting),
+// "lead" (< 0.5: a place to look, not a verdict).
+std::string_view confidenceBand(double confidence);
+
 struct Diagnosis {
   int schema_version = kDiagnosisSchemaVersion;
   std::string job_id;
@@ -81,6 +87,9 @@ struct Diagnosis {
   bool systemic = false;
   std::vector<ResponsibleNode> responsible;
   std::optional<Cause> cause;
+  // How sure the verdict is of its cause (and node, when it names one); 0 when it claims no cause
+  // (success, none, unattributed).
+  double confidence = 0;
   std::string recommended_action;
   std::vector<Cause> candidates;
   std::vector<ChainEntry> chain;

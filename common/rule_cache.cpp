@@ -23,7 +23,7 @@ namespace {
 
 // Bump when the payload layout changes (a new field in Rule, Relation, SymptomMatcher, Symptom):
 // an older file then reads as stale and is rebuilt.
-constexpr uint32_t kFormat = 3;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers
+constexpr uint32_t kFormat = 4;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers; 4: detection delays
 constexpr char kMagic[8] = {'F', 'L', 'R', 'U', 'L', 'E', 'S', '\n'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8;  // magic, format, reserved, key, payload length, checksum
 
@@ -198,7 +198,8 @@ template <class IO, class R>
 void visitRule(IO& io, R& r) {
   io.f(r.id), io.f(r.since), io.f(r.deprecated), io.f(r.pack), io.f(r.file), io.f(r.line);
   io.f(r.symptom), io.f(r.sub_domain), io.f(r.category), io.f(r.role), io.f(r.severity), io.f(r.priority);
-  io.f(r.fallback_root), io.f(r.boot_settle_ns), io.f(r.prefilters), io.f(r.pattern), io.f(r.sources);
+  io.f(r.fallback_root), io.f(r.boot_settle_ns), io.f(r.detection_delay_ns), io.f(r.detection_delay_field),
+  io.f(r.prefilters), io.f(r.pattern), io.f(r.sources);
   io.f(r.device_template), io.f(r.node_template), io.f(r.summary_template), io.f(r.meaning), io.f(r.action);
   io.f(r.fields), io.f(r.nvidia), io.f(r.match_examples), io.f(r.no_match_examples);
 }

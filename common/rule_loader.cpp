@@ -31,7 +31,8 @@ namespace {
 const std::set<std::string> kRuleKeys = {
     "id",       "since",    "deprecated", "symptom", "sub_domain", "category", "role",
     "severity", "priority", "fallback_root", "prefilter", "pattern", "sources", "device",
-    "node",     "summary",  "meaning",    "action",  "fields",     "nvidia",   "examples", "boot_settle_s"};
+    "node",     "summary",  "meaning",    "action",  "fields",     "nvidia",   "examples", "boot_settle_s",
+    "detection_delay_s", "detection_delay_field"};
 const std::set<std::string> kRequired = {"id",      "since",   "symptom", "sub_domain",
                                          "category", "role",   "severity", "prefilter",
                                          "pattern",  "summary", "meaning", "action", "examples"};
@@ -170,6 +171,14 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
       if (s < 0 || s > 3600) problems.add(file, node["boot_settle_s"], "boot_settle_s must be 0..3600");
       else rule.boot_settle_ns = int64_t{s} * 1'000'000'000;
     }
+    if (node["detection_delay_s"].IsDefined()) {
+      const int s = node["detection_delay_s"].as<int>();
+      if (s < 0 || s > 86400) problems.add(file, node["detection_delay_s"], "detection_delay_s must be 0..86400");
+      else rule.detection_delay_ns = int64_t{s} * 1'000'000'000;
+    }
+    if (node["detection_delay_field"].IsDefined()) {
+      rule.detection_delay_field = node["detection_delay_field"].as<std::string>();
+    }
   } catch (const YAML::Exception& e) {
     problems.add(file, node, fmt::format("rule '{}': {}", rule.id, e.msg));
   }
@@ -279,6 +288,10 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
                 !rule.fields.count(name))
               problems.add(file, node, fmt::format("rule '{}': template names '{{{}}}' which the "
                                                    "pattern does not capture", rule.id, name));
+        if (!rule.detection_delay_field.empty() && !groups.count(rule.detection_delay_field))
+          problems.add(file, node["detection_delay_field"],
+                       fmt::format("rule '{}': detection_delay_field '{}' is not a named capture of the pattern",
+                                   rule.id, rule.detection_delay_field));
       }
     }
   } else if (node["pattern"].IsDefined()) {
@@ -432,6 +445,75 @@ std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>&
     }
   }
   for (auto& p : phases::checkRelationExamples(rules->relations)) problems.push_back(std::move(p));
+  return problems;
+}
+
+std::vector<std::string> checkTaxonomy(const RuleSet& rules) {
+  std::vector<std::string> problems;
+  auto in = [](std::string_view x, std::initializer_list<std::string_view> set) {
+    return std::find(set.begin(), set.end(), x) != set.end();
+  };
+  auto has = [](std::string_view s, std::initializer_list<std::string_view> words) {
+    return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return s.find(w) != std::string_view::npos; });
+  };
+  for (const auto& r : rules.rules) {
+    if (r.deprecated) continue;
+    const SubDomain d = r.sub_domain;
+    const bool root = r.role == Role::kRoot;
+    std::vector<std::string> why;
+    // docs/taxonomy.md, "Container runtimes and the toolkit": the node's GPU software stack; the
+    // image and the command are the user's, the registry a service.
+    if (r.category == "container") {
+      SubDomain want = has(r.symptom, {"container_image_", "container_command_"}) ? SubDomain::kApplication
+                       : has(r.symptom, {"registry"})                             ? SubDomain::kInfrastructure
+                                                                                  : SubDomain::kSystemSoftware;
+      if (d != want && !(d == SubDomain::kNone && !root))
+        why.push_back(fmt::format("a container rule ({}) is {}", r.symptom, subDomainName(want)));
+    }
+    // "Storage": unavailable, full or read-only shared storage is infrastructure; a local disk's
+    // fault is hardware.
+    if (r.category == "storage" && d != SubDomain::kInfrastructure && !(d == SubDomain::kNone && !root))
+      why.push_back("a storage rule is infrastructure");
+    if (r.category == "local_storage" && r.role != Role::kContext && r.role != Role::kTeardown &&
+        d != SubDomain::kHardware)
+      why.push_back("a local-disk rule is hardware");
+    // "Version mismatches": system_software wherever they show.
+    if (has(r.symptom, {"version_mismatch", "driver_library_mismatch", "driver_mismatch", "dso_mismatch"}) &&
+        d != SubDomain::kSystemSoftware && !(d == SubDomain::kNone && !root))
+      why.push_back("a version mismatch is system_software");
+    // "Configuration vs part": NVLink links and their training are the GPU interconnect.
+    if ((r.category == "nvlink" || has(r.symptom, {"ali_training"})) && d != SubDomain::kNetwork &&
+        !(d == SubDomain::kNone && !root))
+      why.push_back("an NVLink rule is network");
+    // Parts of the node a technician replaces.
+    if (in(r.category, {"cpu", "thermal", "power_supply", "system_board", "platform", "gpu_power"}) &&
+        d != SubDomain::kHardware && !(d == SubDomain::kNone && !root))
+      why.push_back(fmt::format("a {} rule is hardware", r.category));
+    if (r.category == "scheduler" && !in(subDomainName(d), {"infrastructure", "application", "none"}))
+      why.push_back("a scheduler rule is infrastructure (application for the job's own limits)");
+    if (d == SubDomain::kNone && root) why.push_back("a root with sub_domain none decides nothing");
+    // NVIDIA's catalogue: a part to check is hardware.
+    auto imm = r.nvidia.find("immediate");
+    if (imm != r.nvidia.end() && imm->second.find("CHECK_MECHANICALS") != std::string::npos &&
+        d != SubDomain::kHardware)
+      why.push_back("NVIDIA's catalogue says CHECK_MECHANICALS: hardware");
+    for (const auto& w : why)
+      problems.push_back(fmt::format("{}:{}: rule {}: sub_domain {} contradicts docs/taxonomy.md: {}", r.file, r.line,
+                                     r.id, subDomainName(d), w));
+  }
+  // A relation saying the fault lies in a service names storage/cloud rules; one saying it lies
+  // between nodes names network rules.
+  for (const auto& rel : rules.relations) {
+    if (rel.effect != RelationEffect::kService && rel.effect != RelationEffect::kBetween) continue;
+    const SubDomain want = rel.effect == RelationEffect::kService ? SubDomain::kInfrastructure : SubDomain::kNetwork;
+    for (const auto& id : rel.symptom.rules) {
+      const Rule* r = rules.find(id);
+      if (r && r->sub_domain != want)
+        problems.push_back(fmt::format("{}:{}: relation {}: names rule {} ({}), but a {} relation is about {} faults",
+                                       rel.file, rel.line, rel.id, id, subDomainName(r->sub_domain),
+                                       relationEffectName(rel.effect), subDomainName(want)));
+    }
+  }
   return problems;
 }
 

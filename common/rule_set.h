@@ -39,6 +39,12 @@ struct Rule {
   // Records this soon after boot (by their own uptime stamp) are start-up noise for this rule
   // (a port reporting "Link down" before its link trains): context, not a fault. 0: off.
   int64_t boot_settle_ns = 0;
+  // How long after the condition began its emitter prints it (a detector that reports after a
+  // timeout: hung task, soft lockup, NFS "not responding"): the symptom's onset is its stamp
+  // minus this, or minus the seconds in the capture `detection_delay_field` when the line has
+  // it. The correlator orders roots by onset. 0 / "": printed as it happens.
+  int64_t detection_delay_ns = 0;
+  std::string detection_delay_field;
   std::vector<std::string> prefilters;  // any of these literals must occur
   std::string pattern;                  // after {{DEFINE}} expansion
   std::vector<SourceKind> sources;      // empty: every source
@@ -90,6 +96,12 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
 // relation's examples through the correlator's phases. Returns problems as
 // "file:line: rule ID: why" / "file:line: relation ID: why".
 std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>& rules);
+
+// The boundaries of docs/taxonomy.md that a rule's own fields show (a container-runtime rule
+// outside system_software, a version mismatch outside system_software, an NVLink rule outside
+// network ...), and relations whose effect does not fit their rules' domain: problems as
+// "file:line: rule ID: why". `faultline rules check` reports them with the examples' problems.
+std::vector<std::string> checkTaxonomy(const RuleSet& rules);
 
 // Reads rules/VERSION and every *.yaml/*.yml below the given directories (sorted by path).
 // I/O failures are reported in `errors` as "path: why".

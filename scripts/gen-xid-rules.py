@@ -29,9 +29,10 @@ role:
   * context when NVIDIA says IGNORE (immediate) and NVSentinel does not escalate, or when the Xid
     only annotates another one (154 recovery action changed, 63 row-remap *event*, SMBPBI test
     messages 106/107);
-  * cascade: 43 (channel stopped — follows an app fault or a GPU loss), 145 (NVLink5 RLW, a
-    follow-on of 149), 171/172 (details attached to Xid 48); these carry fallback_root so a
-    lone one still anchors a low-confidence verdict;
+  * cascade: 43 (channel stopped — follows an app fault or a GPU loss; alone it decides
+    nothing, docs/taxonomy.md), 145 (NVLink5 RLW, a follow-on of 149), 171/172 (details attached
+    to Xid 48); the last three carry fallback_root so a lone one still anchors a low-confidence
+    verdict;
   * teardown: 45 (preemptive cleanup after earlier errors). No fallback_root: the driver logs
     it whenever a process holding GPU contexts is killed, which is how every rank of a failed
     job ends, so alone it cannot tell a fault from the teardown (NVIDIA's "Solo: RESTART_FM"
@@ -85,7 +86,7 @@ OVERRIDES = {
                      "application (the CUDA error it sees is 'an illegal memory access was "
                      "encountered'); rarely a driver or hardware fault."),
     43: dict(symptom="gpu_channel_stopped", sub_domain="application", role="cascade",
-             severity="warning", category="gpu", fallback_root=True, detail="Ch 00000010",
+             severity="warning", category="gpu", detail="Ch 00000010",
              meaning="The driver stopped a GPU channel because its context hit a fault. Almost "
                      "always a consequence of an earlier error (Xid 13/31 in the application, "
                      "or a lost GPU); the GPU itself remains usable."),

@@ -195,9 +195,59 @@ def score_line(rs):
     return f"{ex} of {n} exact ({100 * ex // n} %), {cw} confident-wrong"
 
 
+def expand_hosts(expr):
+    """A Slurm host list ("gpu-a[01-03,07],gpu-b1") as names; enough of the syntax for job.json."""
+    out, depth, cur = [], 0, ""
+    parts = []
+    for ch in expr:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for part in filter(None, (x.strip() for x in parts)):
+        if "[" not in part:
+            out.append(part)
+            continue
+        head, rest = part.split("[", 1)
+        body, tail = rest.split("]", 1)
+        for r in body.split(","):
+            a, _, b = r.partition("-")
+            if b and a.isdigit() and b.isdigit():
+                out += [f"{head}{str(k).zfill(len(a))}{tail}" for k in range(int(a), int(b) + 1)]
+            else:
+                out.append(f"{head}{a}{tail}")
+    return out
+
+
 def node_count(name, where):
-    d = os.path.join(REAL if where == "real" else PENDING, name, "nodes")
-    return len([x for x in os.listdir(d) if os.path.isdir(os.path.join(d, x))]) if os.path.isdir(d) else 0
+    """Nodes whose own lines the bundle holds: node folders with a log file, and job hosts named in
+    the job-wide logs (a launcher's `host: ` prefix, NCCL's `host:pid:tid`)."""
+    d = os.path.join(REAL if where == "real" else PENDING, name)
+    hosts = set()
+    nd = os.path.join(d, "nodes")
+    if os.path.isdir(nd):
+        for x in os.listdir(nd):
+            if os.path.isdir(os.path.join(nd, x)) and any(f != "node.json" for f in os.listdir(os.path.join(nd, x))):
+                hosts.add(x)
+    try:
+        job = load(os.path.join(d, "job.json"))
+    except Exception:  # noqa: BLE001 - sacct.json bundles: node folders only
+        return len(hosts)
+    names = list(job.get("nodes", [])) + expand_hosts(job.get("nodelist", ""))
+    text = ""
+    for f in os.listdir(d):
+        p = os.path.join(d, f)
+        if os.path.isfile(p) and f not in ("expected.json", "job.json", "sacct.json", "README.md", "first_run.json"):
+            with open(p, errors="replace") as fh:
+                text += fh.read()
+    for h in names:
+        if h and h not in hosts and (f"{h}:" in text or f"{h} " in text or f"[{h}]" in text):
+            hosts.add(h)
+    return len(hosts)
 
 
 def summary(rs):

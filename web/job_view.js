@@ -142,10 +142,13 @@
       resp.forEach(function (r, i) {
         if (i) append(devs, "; ");
         append(devs, el("b", null, r.node), r.device ? " " + r.device : "",
-          " (confidence " + Math.round((r.confidence || 0) * 100) + "%)");
+          " (" + (r.confidence_band || "") + ", confidence " + Math.round((r.confidence || 0) * 100) + "%)");
       });
       append(grid, el("div", {class: "kv"}, el("span", {class: "k"}, "where"), devs));
     }
+    if (d.confidence_band) append(grid, field("confidence_band", "confidence",
+      d.confidence_band + " (" + Math.round((d.confidence || 0) * 100) + "%): " +
+      ({strong: "act on it", likely: "inspect before acting", lead: "a place to look, not a verdict"}[d.confidence_band] || "")));
     append(grid, field("cause", "cause rule", cause ? cause.rule_id : ""));
     if (cause) {
       append(grid, el("div", {class: "kv"}, el("span", {class: "k"}, "what"),

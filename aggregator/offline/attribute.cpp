@@ -39,6 +39,11 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
     if (!info.addresses.empty()) with_facts.node_facts[node].addresses = info.addresses;
     if (info.gpu_count) with_facts.node_facts[node].gpu_count = info.gpu_count;
   }
+  // A node's logs were read when a file of its folder gave records.
+  with_facts.covered_nodes.emplace();
+  for (const auto& c : bundle->coverage)
+    if (!c.node.empty() && c.records > 0 && (c.status == "ok" || c.status == "partial"))
+      with_facts.covered_nodes->insert(c.node);
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);
   return d;

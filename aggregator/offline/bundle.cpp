@@ -374,6 +374,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     std::stable_sort(files.begin(), files.end(),
                      [](const auto& a, const auto& b) { return formatOrder(a.first) < formatOrder(b.first); });
     std::optional<int64_t> boot = info.boot_time_ns;
+    if (files.empty()) b.coverage.push_back({node, "", "", 0, 0, "missing", "no logs in the node's folder"});
     for (const auto& [format, path] : files) {
       common::ParseOptions popts;
       popts.boot_time_ns = boot;

@@ -75,7 +75,7 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   // Taken before the window read: every symptom up to it is committed (or rolled back), so the
   // read below sees it if it belongs. A tick then skips this job for symptoms up to here.
   const int64_t settled = store_.settledSymptomId();
-  const common::CorrelatorOptions c = correlatorOptions(job);
+  common::CorrelatorOptions c = correlatorOptions(job);
   // Window: the correlator decides what counts; fetch what it could use. A job without a known
   // start is looked at from a day before its end.
   int64_t start = job.info.start_ns ? job.info.start_ns : job.info.end_ns - 86400 * kSecondNs;
@@ -103,9 +103,6 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
     }
     output_coverage.push_back(std::move(o.coverage));
   }
-  v.symptoms = symptoms.size();
-  v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
-
   // Coverage from the agents: what each node's sources say, and who is silent.
   std::vector<common::CoverageEntry> coverage;
   auto rows = store_.nodes(job.info.nodes);
@@ -129,7 +126,13 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
     for (const auto& s : row->sources)
       coverage.push_back({n, s.source, s.format, s.records, s.skipped, s.status, s.reason});
   }
-  for (auto& c : output_coverage) coverage.push_back(std::move(c));
+  // Evidence on one node localizes only when the others' agents answered for the window.
+  c.covered_nodes.emplace();
+  for (const auto& e : coverage)
+    if (e.status == "ok" || e.status == "partial") c.covered_nodes->insert(e.node);
+  v.symptoms = symptoms.size();
+  v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
+  for (auto& oc : output_coverage) coverage.push_back(std::move(oc));
   v.diagnosis.coverage = std::move(coverage);
   std::map<std::string, int64_t> reported_up_to;  // from the rows already read (a 10,000-node job's take ~0.1 s)
   for (const auto& [n, row] : rows) reported_up_to.emplace(n, row.reported_ns);

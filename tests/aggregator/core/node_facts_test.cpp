@@ -271,7 +271,7 @@ namespace {
 // cascade, fallback root, no peer): the correlator can name gpu-b only with low confidence. With
 // `history`, gpu-b's GPU failed two earlier jobs one and two days before (Xid 79, blamed on it)
 // and a third ten days before, outside the 7-day window.
-VerdictRow judgeWeakVerdict(bool history) {
+VerdictRow judgeWeakVerdict(bool history, bool gpu_a_agent = true) {
   const int64_t end = kT0 + 30 * kDay;
   Fixture f;
   if (history) {
@@ -289,6 +289,10 @@ VerdictRow judgeWeakVerdict(bool history) {
   f.job("310", "gpu-a,gpu-b", end - 3600 * kSec, end, "RUNNING");
   f.ingest("gpu-b", 10, {kernelWcError("gpu-b", end - 600 * kSec)});
   setClock(f.clock, end + kSec);
+  // Both nodes' agents answer: gpu-a's logs were read and hold nothing, so the evidence on gpu-b
+  // alone localizes (docs/taxonomy.md, "Responsible nodes").
+  f.heartbeat("gpu-b", std::nullopt);
+  if (gpu_a_agent) f.heartbeat("gpu-a", std::nullopt);
   f.job("310", "", 0, end, "FAILED");
   auto c = f.engine->correlatorOptions(f.jobRow("310"));
   CHECK(c.node_history["gpu-a"].failures == 0);
@@ -302,6 +306,7 @@ VerdictRow judgeWeakVerdict(bool history) {
   }
   auto v = f.engine->onJobEnded("310");
   REQUIRE(v);
+  if (!gpu_a_agent) return *v;
   REQUIRE(nodesOf(v->diagnosis) == std::vector<std::string>{"gpu-b"});
   return *v;
 }
@@ -314,6 +319,14 @@ TEST_CASE("verdicts: node history is each node's recent record, without one a we
   CHECK(weak.diagnosis.responsible[0].confidence == Approx(0.4));
   CHECK(weak.diagnosis.explanation.find("repeat offender") == std::string::npos);
   judgeWeakVerdict(true);  // its node_history checks
+}
+
+TEST_CASE("verdicts: evidence on one node does not name it while another node of the job has no agent",
+          "[verdicts][facts][localization]") {
+  auto v = judgeWeakVerdict(false, false);
+  CHECK(v.diagnosis.sub_domain != common::SubDomain::kNone);
+  CHECK(nodesOf(v.diagnosis).empty());
+  CHECK(v.diagnosis.explanation.find("gpu-a had no logs for the window") != std::string::npos);
 }
 
 // Needs the correlator's repeat-offender step (issue 12, the correlator rewrite in

@@ -1,0 +1,243 @@
+// What the evidence localizes and what it decides (issue 27, ../shared/TAXONOMY.md):
+// - one-sided evidence names its node only when the job's other nodes were read and are clean;
+// - a far end named by one reporter is one end of a path, not a suspect;
+// - cascade evidence (rules whose role is cascade and that may not anchor alone) and the rules a
+//   wrapper relation names, alone, of every shipped rule and any node count, commit no domain.
+// Generated over the shipped rules (rules/) and every combination below, not hand-picked cases.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common/correlator.h"
+#include "common/causality.h"
+#include "common/rule_set.h"
+
+using namespace faultline::common;
+
+namespace {
+
+constexpr int64_t kSec = 1000000000;
+constexpr int64_t kT0 = 1717236000LL * kSec;
+
+const RuleSet& shipped() {
+  static const auto loaded = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.errors.empty());
+  return *loaded.rules;
+}
+
+JobInfo failedJob(int nodes) {
+  JobInfo j;
+  j.job_id = "7";
+  j.state = "FAILED";
+  j.start_ns = kT0;
+  j.end_ns = kT0 + 3600 * kSec;
+  for (int i = 1; i <= nodes; ++i) j.nodes.push_back(fmt::format("n{}", i));
+  return j;
+}
+
+// A symptom as the rule engine makes it from `r`, on `node`, from the node's own logs unless the
+// rule reads only rank logs.
+Symptom fromRule(const Rule& r, const std::string& node, int64_t t_sec) {
+  Symptom s;
+  s.rule_id = r.id;
+  s.symptom = r.symptom;
+  s.category = r.category;
+  s.sub_domain = r.sub_domain;
+  s.role = r.role;
+  s.severity = r.severity;
+  s.fallback_root = r.fallback_root;
+  s.fields = r.fields;
+  s.node = node;
+  s.source_kind = r.sources.empty() ? SourceKind::kKernel : r.sources.front();
+  s.first_ns = s.last_ns = kT0 + t_sec * kSec;
+  s.time_known = true;
+  s.count = 1;
+  return s;
+}
+
+std::vector<std::string> nodesOf(const Diagnosis& d) {
+  std::vector<std::string> v;
+  for (const auto& r : d.responsible) v.push_back(r.node);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+bool concrete(SubDomain d) {
+  return d == SubDomain::kHardware || d == SubDomain::kNetwork || d == SubDomain::kSystemSoftware ||
+         d == SubDomain::kInfrastructure || d == SubDomain::kApplication;
+}
+
+enum class Cover { kAll, kNone, kPartial };
+
+// covered_nodes for a job of `n` nodes whose evidence is on n2: every node / n2 only / n2 and
+// half of the others.
+std::set<std::string> coverage(Cover c, int n) {
+  std::set<std::string> out{"n2"};
+  for (int i = 1; i <= n; ++i)
+    if (c == Cover::kAll || (c == Cover::kPartial && i % 2 == 0)) out.insert(fmt::format("n{}", i));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("one-sided evidence names its node only when the other nodes were read and are clean",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  // One-sided evidence from shipped rules: cascade lines that may anchor alone (fallback) and
+  // roots of the node's own parts.
+  for (const char* id : {"nvrm.gsp_timeout_report", "kernel.netif_carrier_lost", "xid.79", "kernel.ib_port_down"}) {
+    const Rule* r = rules.find(id);
+    REQUIRE(r);
+    for (int n : {2, 3, 4, 16}) {
+      for (Cover cover : {Cover::kAll, Cover::kNone, Cover::kPartial}) {
+        CAPTURE(id, n, static_cast<int>(cover));
+        CorrelatorOptions o;
+        o.covered_nodes = coverage(cover, n);
+        auto d = correlate(failedJob(n), {fromRule(*r, "n2", 10)}, &rules, o);
+        const bool all_read = o.covered_nodes->size() == static_cast<size_t>(n);
+        if (r->role == Role::kRoot) {
+          // A root symptom is the node's own fault: named whatever the other nodes show.
+          CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+        } else if (all_read) {
+          CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+        } else {
+          CHECK(nodesOf(d).empty());
+          CHECK(d.explanation.find("had no logs for the window") != std::string::npos);
+          CHECK(d.explanation.find("n1") != std::string::npos);  // an unread node is named as such
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("wrappers on one node name it only when the other nodes were read", "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* r = rules.find("nccl.unhandled_cuda_error");  // a wrapper (rules/causality/wrappers.yaml)
+  REQUIRE(r);
+  Symptom w = fromRule(*r, "n2", 10);
+  w.source_kind = SourceKind::kKernel;  // from the node's own logs, not placed by a rank layout
+  for (int n : {2, 4}) {
+    for (Cover cover : {Cover::kAll, Cover::kNone, Cover::kPartial}) {
+      CAPTURE(n, static_cast<int>(cover));
+      CorrelatorOptions o;
+      o.covered_nodes = coverage(cover, n);
+      auto d = correlate(failedJob(n), {w}, &rules, o);
+      CHECK(!concrete(d.sub_domain));
+      if (o.covered_nodes->size() == static_cast<size_t>(n)) CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+      else CHECK(nodesOf(d).empty());
+    }
+  }
+}
+
+TEST_CASE("a far end named by one reporter is one end of a path, named by two it is the suspect",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* r = rules.find("nccl.ib_completion_error");
+  REQUIRE(r);
+  auto reporting = [&](const std::string& node, const std::string& peer) {
+    Symptom s = fromRule(*r, node, 10);
+    s.source_kind = SourceKind::kApplication;
+    s.fields["nccl_host"] = node;
+    s.fields["peer"] = peer + "<4567>";
+    return s;
+  };
+  CorrelatorOptions o;
+  for (int i = 1; i <= 4; ++i) o.node_facts[fmt::format("n{}", i)].addresses = {fmt::format("10.0.0.{}", i)};
+  for (Cover cover : {Cover::kAll, Cover::kNone}) {
+    o.covered_nodes = coverage(cover, 4);
+    // n1 -> n3 only: the path between them, whatever the coverage.
+    auto d = correlate(failedJob(4), {reporting("n1", "10.0.0.3")}, &rules, o);
+    CHECK(d.sub_domain == SubDomain::kNetwork);
+    CHECK(nodesOf(d).empty());
+    CHECK(d.explanation.find("lies between") != std::string::npos);
+    // Two nodes of a two-node job reporting each other: symmetric, no node.
+    d = correlate(failedJob(2), {reporting("n1", "10.0.0.2"), reporting("n2", "10.0.0.1")}, &rules, o);
+    CHECK(nodesOf(d).empty());
+    // n1 and n4 both name n3: the end they share.
+    d = correlate(failedJob(4), {reporting("n1", "10.0.0.3"), reporting("n4", "10.0.0.3")}, &rules, o);
+    CHECK(nodesOf(d) == std::vector<std::string>{"n3"});
+  }
+}
+
+TEST_CASE("cascade and wrapper evidence alone commits no domain, for every shipped rule and node count",
+          "[correlator][cascade_only]") {
+  const RuleSet& rules = shipped();
+  // The rules a wrapper relation names, whatever their own role.
+  std::set<std::string> wrappers;
+  for (const auto& rel : rules.relations)
+    if (rel.effect == RelationEffect::kWrapper) wrappers.insert(rel.symptom.rules.begin(), rel.symptom.rules.end());
+  size_t tried = 0;
+  for (const Rule& r : rules.rules) {
+    const bool cascade = r.role == Role::kCascade && !r.fallback_root;
+    if (r.deprecated || (!cascade && !wrappers.count(r.id))) continue;
+    for (int n : {1, 2, 8, 64}) {
+      // On one node, on every node, and twice on one node a minute apart.
+      std::vector<std::vector<Symptom>> shapes;
+      shapes.push_back({fromRule(r, "n1", 10)});
+      std::vector<Symptom> all;
+      for (int i = 1; i <= n; ++i) all.push_back(fromRule(r, fmt::format("n{}", i), 10 + i));
+      shapes.push_back(all);
+      shapes.push_back({fromRule(r, "n1", 10), fromRule(r, "n1", 70)});
+      for (const auto& symptoms : shapes) {
+        CAPTURE(r.id, r.file, n, symptoms.size());
+        auto d = correlate(failedJob(n), symptoms, &rules);
+        CHECK(!concrete(d.sub_domain));
+        CHECK(!d.cause);
+        ++tried;
+      }
+    }
+  }
+  CHECK(tried > 100);
+}
+
+TEST_CASE("the messages that only say something else failed never anchor a verdict alone",
+          "[correlator][cascade_only]") {
+  // ../shared/TAXONOMY.md: a remote error, a collective timeout, a peer's closed connection, a
+  // watchdog abort, Xid 43/45, generic wrappers. None of their rules may be a fallback root.
+  const RuleSet& rules = shipped();
+  size_t checked = 0;
+  for (const char* id : {"nccl.remote_error", "nccl.watchdog_timeout", "c10d.blocking_wait_timeout", "c10d.gloo_timeout",
+                         "nccl.system_error", "nccl.internal_error", "xid.43", "xid.45", "jax.distributed_task_died",
+                         "jax.barrier_timeout", "ompi.daemon_lost", "torchelastic.child_failed"}) {
+    const Rule* r = rules.find(id);
+    if (!r) continue;
+    CAPTURE(id);
+    CHECK(!r->fallback_root);
+    ++checked;
+  }
+  CHECK(checked >= 8);
+}
+
+TEST_CASE("roots are ordered by onset: a detector that prints after a timeout began earlier than its stamp",
+          "[correlator][onset]") {
+  const RuleSet& rules = shipped();
+  const Rule* other = rules.find("kernel.ib_port_down");
+  REQUIRE(other);
+  size_t declared = 0;
+  for (const Rule& r : rules.rules) {
+    if (r.detection_delay_ns == 0 && r.detection_delay_field.empty()) continue;
+    ++declared;
+    const int64_t delay = r.detection_delay_field.empty() ? r.detection_delay_ns / kSec : 120;
+    auto delayed = [&](int64_t t) {
+      Symptom s = fromRule(r, "n1", t);
+      if (!r.detection_delay_field.empty()) s.fields[r.detection_delay_field] = std::to_string(delay);
+      return s;
+    };
+    // The other root is stamped at 1000 s. The delayed one stamped before it, and stamped after it
+    // but with its condition begun before it: the delayed one is the cause both times.
+    for (int64_t stamp : {int64_t{990}, 1000 + delay / 2}) {
+      CAPTURE(r.id, stamp);
+      auto d = correlate(failedJob(1), {fromRule(*other, "n1", 1000), delayed(stamp)}, &rules);
+      REQUIRE(d.cause);
+      CHECK(d.cause->rule_id == r.id);
+    }
+    // Stamped so late that its condition began after the other root: the other one is the cause.
+    CAPTURE(r.id);
+    auto d = correlate(failedJob(1), {fromRule(*other, "n1", 1000), delayed(1000 + delay + 30)}, &rules);
+    REQUIRE(d.cause);
+    CHECK(d.cause->rule_id == other->id);
+  }
+  CHECK(declared >= 4);
+}
