@@ -202,6 +202,10 @@ for _n in range(162, 166):  # power smoothing circuitry, no NVIDIA action listed
     OVERRIDES[_n] = dict(sub_domain="hardware", role="context", severity="info",
                          category="gpu_power")
 OVERRIDES[165].update(role="root", severity="warning")  # lifetime exhausted
+# docs/taxonomy.md: auxiliary power not connected (CHECK_MECHANICALS) is a part; ALI link
+# training is the NVLink fabric, as its SXid, NVRM and Fabric Manager twins are.
+OVERRIDES[54] = dict(sub_domain="hardware")
+OVERRIDES[136] = dict(sub_domain="network", category="nvlink")
 OVERRIDES[162].update(role="root", severity="error")  # NVSentinel: RESET_GPU, FATAL
 for _n in (166, 170):  # confidential-computing NVLink events
     OVERRIDES[_n] = dict(sub_domain="network", role="root", severity="error", category="nvlink")

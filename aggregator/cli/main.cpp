@@ -90,6 +90,8 @@ int cmdRulesCheck(const std::vector<std::string>& dirs) {
   if (loaded.rules) {
     auto ex = common::checkRuleExamples(loaded.rules);
     problems.insert(problems.end(), ex.begin(), ex.end());
+    auto tax = common::checkTaxonomy(*loaded.rules);
+    problems.insert(problems.end(), tax.begin(), tax.end());
   }
   for (const auto& p : problems) std::printf("%s\n", p.c_str());
   if (!problems.empty()) {

@@ -241,3 +241,30 @@ TEST_CASE("roots are ordered by onset: a detector that prints after a timeout be
   }
   CHECK(declared >= 4);
 }
+
+TEST_CASE("the shipped rules keep the boundaries of docs/taxonomy.md that rules check enforces", "[rules][taxonomy]") {
+  const RuleSet& rules = shipped();
+  auto problems = checkTaxonomy(rules);
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  CHECK(problems.empty());
+  // Each check bites: a copy of the shipped set with one rule moved across each boundary.
+  struct Move {
+    const char* rule;
+    SubDomain to;
+    const char* says;
+  };
+  for (const Move& m : {Move{"container.nvidia_cli_error", SubDomain::kInfrastructure, "container rule"},
+                        Move{"kernel.nfs_not_responding", SubDomain::kHardware, "storage rule"},
+                        Move{"nvml.driver_library_mismatch", SubDomain::kApplication, "version mismatch"},
+                        Move{"xid.74", SubDomain::kHardware, "NVLink"}}) {
+    RuleSet copy = rules;
+    auto it = std::find_if(copy.rules.begin(), copy.rules.end(), [&](const Rule& r) { return r.id == m.rule; });
+    REQUIRE(it != copy.rules.end());
+    it->sub_domain = m.to;
+    auto found = checkTaxonomy(copy);
+    CAPTURE(m.rule);
+    REQUIRE(!found.empty());
+    CHECK(found[0].find(m.says) != std::string::npos);
+    CHECK(found[0].find(m.rule) != std::string::npos);
+  }
+}
