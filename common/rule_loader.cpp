@@ -505,13 +505,19 @@ std::vector<std::string> checkTaxonomy(const RuleSet& rules) {
   // between nodes names network rules.
   for (const auto& rel : rules.relations) {
     if (rel.effect != RelationEffect::kService && rel.effect != RelationEffect::kBetween) continue;
-    const SubDomain want = rel.effect == RelationEffect::kService ? SubDomain::kInfrastructure : SubDomain::kNetwork;
+    // A `between` fault is the path (network) or a mismatch of the software at its ends
+    // (system_software: a version differing between nodes).
+    const bool service = rel.effect == RelationEffect::kService;
     for (const auto& id : rel.symptom.rules) {
       const Rule* r = rules.find(id);
-      if (r && r->sub_domain != want)
+      if (!r) continue;
+      const bool fits = service ? r->sub_domain == SubDomain::kInfrastructure
+                                : r->sub_domain == SubDomain::kNetwork || r->sub_domain == SubDomain::kSystemSoftware;
+      if (!fits)
         problems.push_back(fmt::format("{}:{}: relation {}: names rule {} ({}), but a {} relation is about {} faults",
                                        rel.file, rel.line, rel.id, id, subDomainName(r->sub_domain),
-                                       relationEffectName(rel.effect), subDomainName(want)));
+                                       relationEffectName(rel.effect),
+                                       service ? "infrastructure" : "network or system_software"));
     }
   }
   return problems;
