@@ -173,9 +173,14 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
       if (seen.insert(items[r].s.node).second) b.responsible.push_back({items[r].s.node, items[r].s.device, 0.5});
   } else if (d.outcome == Outcome::kSystemic) {
   } else if (d.job_wide) {
-    b.explanation = fmt::format("Every node of the job failed the same way: {}. That is the job's own error (its "
-                                "configuration, data or launch), not a node's [causality: {}].",
-                                nameOf(a), d.job_wide_relation);
+    // The owner is the anchor's domain: the job's own configuration, data or launch
+    // (application), or a setting or service every node shares (the platform's, operations').
+    b.explanation = fmt::format("Every node of the job failed the same way: {}. The cause is shared by the whole job "
+                                "({}), not a node's, so no node is named [causality: {}].",
+                                nameOf(a),
+                                a.sub_domain == SubDomain::kApplication ? "its own configuration, data or launch"
+                                                                        : "a configuration or service all its nodes share",
+                                d.job_wide_relation);
   } else if (const Item& an = items[sc.anchor];
              !an.elsewhere_relation.empty() && (an.elsewhere == RelationEffect::kService || job.nodes.size() > 1)) {
     // The reporting node only saw the outage, or is one end of a path; draining it fixes nothing.
