@@ -137,12 +137,16 @@ Blame rootBlame(const std::vector<Item>& items, const Scored& sc, bool fallback)
                                 a.node.empty() ? "an unknown node" : a.node, a.summary);
     return b;
   }
-  b.responsible.push_back({a.node, a.device, 0.9});
+  // A service the node depends on (the scheduler, storage) fails on a node without the node
+  // being at fault more often than its own parts and software do (docs/taxonomy.md, the
+  // calibration table): such a node is likely, not strong.
+  const double base = a.sub_domain == SubDomain::kInfrastructure ? 0.6 : 0.9;
+  b.responsible.push_back({a.node, a.device, base});
   for (size_t r : sc.same) {
     const Symptom& s = items[r].s;
     auto has = [&](const ResponsibleNode& n) { return n.node == s.node; };
     if (!s.node.empty() && std::none_of(b.responsible.begin(), b.responsible.end(), has))
-      b.responsible.push_back({s.node, s.device, 0.7});
+      b.responsible.push_back({s.node, s.device, std::min(base, 0.7)});
   }
   b.explanation = fmt::format("{} on {} is the earliest root symptom; the rest of the chain follows from it [phase: blame].",
                               nameOf(a), joinNodes(b.responsible));

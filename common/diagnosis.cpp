@@ -71,6 +71,15 @@ std::string_view confidenceBand(double confidence) {
   return "lead";
 }
 
+std::string_view nodeAdvice(double confidence, SubDomain verdict) {
+  const bool nodes_own = verdict == SubDomain::kHardware || verdict == SubDomain::kSystemSoftware ||
+                         verdict == SubDomain::kNetwork;
+  if (!nodes_own && verdict != SubDomain::kInfrastructure) return "none";
+  if (confidence >= 0.8 && nodes_own) return "drain";
+  if (confidence >= 0.5) return "inspect";
+  return "none";
+}
+
 json toJson(const Diagnosis& d) {
   json j;
   j["schema_version"] = d.schema_version;
@@ -83,7 +92,8 @@ json toJson(const Diagnosis& d) {
     j["responsible_nodes"].push_back({{"node", r.node},
                                       {"device", r.device},
                                       {"confidence", r.confidence},
-                                      {"confidence_band", confidenceBand(r.confidence)}});
+                                      {"confidence_band", confidenceBand(r.confidence)},
+                                      {"advice", nodeAdvice(r.confidence, d.sub_domain)}});
   j["cause"] = d.cause ? causeJson(*d.cause) : json(nullptr);
   j["confidence"] = d.confidence;
   j["confidence_band"] = d.confidence > 0 ? json(confidenceBand(d.confidence)) : json(nullptr);
@@ -177,6 +187,14 @@ std::string renderReport(const Diagnosis& d) {
       nodes += fmt::format("{}{}{} ({:.0f}%, {})", nodes.empty() ? "" : ", ", r.node,
                            r.device.empty() ? "" : " " + r.device, r.confidence * 100, confidenceBand(r.confidence));
     add("responsible: " + nodes);
+    std::string drain, inspect;
+    for (const auto& r : d.responsible) {
+      auto advice = nodeAdvice(r.confidence, d.sub_domain);
+      std::string& to = advice == "drain" ? drain : inspect;
+      if (advice != "none") to += (to.empty() ? "" : ",") + r.node;
+    }
+    if (!drain.empty()) add("advice:      drain " + drain);
+    if (!inspect.empty()) add("advice:      inspect " + inspect + " before acting (the evidence is likely, not strong)");
   }
   if (d.confidence > 0) add(fmt::format("confidence:  {} ({:.0f}%)", confidenceBand(d.confidence), d.confidence * 100));
   if (d.cause) {

@@ -79,6 +79,12 @@ struct CoverageEntry {
 // "lead" (< 0.5: a place to look, not a verdict).
 std::string_view confidenceBand(double confidence);
 
+// What an operator should do with a responsible node, keyed on the band and on whose fault the
+// verdict says it is: "drain" (strong, and the fault is the node's own: hardware,
+// system_software or network), "inspect" (likely, or an infrastructure service failing on the
+// node), "none" (a lead, or the job's own fault: application).
+std::string_view nodeAdvice(double confidence, SubDomain verdict);
+
 struct Diagnosis {
   int schema_version = kDiagnosisSchemaVersion;
   std::string job_id;

@@ -142,7 +142,8 @@
       resp.forEach(function (r, i) {
         if (i) append(devs, "; ");
         append(devs, el("b", null, r.node), r.device ? " " + r.device : "",
-          " (" + (r.confidence_band || "") + ", confidence " + Math.round((r.confidence || 0) * 100) + "%)");
+          " (" + (r.confidence_band || "") + ", confidence " + Math.round((r.confidence || 0) * 100) + "%" +
+          (r.advice && r.advice !== "none" ? ": " + r.advice : "") + ")");
       });
       append(grid, el("div", {class: "kv"}, el("span", {class: "k"}, "where"), devs));
     }

@@ -81,7 +81,11 @@ std::optional<int64_t> parseSince(std::string_view text, int64_t now_ns) {
       case 'w': unit = 7 * 86400; break;
       default: return std::nullopt;
     }
-    return now_ns - n * unit * 1'000'000'000;
+    // n < 10^11 and unit <= 604800 s: the seconds fit; their nanoseconds may not. A duration
+    // longer than the time since the epoch reaches back to the epoch.
+    const int64_t seconds = n * unit;
+    if (seconds >= now_ns / 1'000'000'000) return 0;
+    return now_ns - seconds * 1'000'000'000;
   }
   return common::parseTimestampNs(text);
 }

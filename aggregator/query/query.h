@@ -14,7 +14,8 @@
 
 namespace faultline::aggregator {
 
-// "7d", "24h", "30m", "90s", "2w" (before now) or an absolute timestamp. nullopt if unreadable.
+// "7d", "24h", "30m", "90s", "2w" (before now; a duration longer than the time since the epoch is
+// the epoch) or an absolute timestamp. nullopt if unreadable.
 std::optional<int64_t> parseSince(std::string_view text, int64_t now_ns);
 
 struct QueryContext {

@@ -268,3 +268,28 @@ TEST_CASE("the shipped rules keep the boundaries of docs/taxonomy.md that rules 
     CHECK(found[0].find(m.rule) != std::string::npos);
   }
 }
+
+TEST_CASE("confidence bands and node advice: drain only on a strong verdict of the node's own fault",
+          "[diagnosis][confidence]") {
+  CHECK(confidenceBand(0.9) == "strong");
+  CHECK(confidenceBand(0.8) == "strong");
+  CHECK(confidenceBand(0.6) == "likely");
+  CHECK(confidenceBand(0.4) == "lead");
+  CHECK(nodeAdvice(0.9, SubDomain::kHardware) == "drain");
+  CHECK(nodeAdvice(0.9, SubDomain::kNetwork) == "drain");
+  CHECK(nodeAdvice(0.7, SubDomain::kSystemSoftware) == "inspect");
+  CHECK(nodeAdvice(0.6, SubDomain::kInfrastructure) == "inspect");
+  CHECK(nodeAdvice(0.9, SubDomain::kInfrastructure) == "inspect");
+  CHECK(nodeAdvice(0.8, SubDomain::kApplication) == "none");
+  CHECK(nodeAdvice(0.4, SubDomain::kHardware) == "none");
+  CHECK(nodeAdvice(0.3, SubDomain::kUnattributed) == "none");
+  // The verdict's band and each node's advice reach the JSON and the text report.
+  const RuleSet& rules = shipped();
+  auto d = correlate(failedJob(1), {fromRule(*rules.find("xid.79"), "n1", 10)}, &rules);
+  auto j = toJson(d);
+  CHECK(j["confidence_band"] == "strong");
+  CHECK(j["responsible_nodes"][0]["advice"] == "drain");
+  CHECK(renderReport(d).find("advice:      drain n1") != std::string::npos);
+  auto none = correlate(failedJob(2), {}, &rules);
+  CHECK(toJson(none)["confidence_band"].is_null());
+}

@@ -223,7 +223,7 @@ TEST_CASE("dashboard: GET /jobs pages with a total and filters by rule and text,
     CHECK(row == plain[i]);
   }
   CHECK(paged[1]["verdict"]["responsible"] == json::array({{{"node", "gpu-b17"}, {"device", "0000:5d:00.0"},
-                                                             {"confidence", 0.9}, {"confidence_band", "strong"}}}));
+                                                             {"confidence", 0.9}, {"confidence_band", "strong"}, {"advice", "drain"}}}));
 
   CHECK(f.ids("/jobs?total=1", &total) == Ids{"j7", "j6", "j5", "j4", "j3", "j2", "j1"});
   CHECK(total == 7);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "aggregator/http/api.h"
+#include "aggregator/query/query.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -50,4 +51,15 @@ TEST_CASE("fuzz: a path or query parameter that is not UTF-8 gets a 400, not an 
     CHECK(nlohmann::json::parse(r.body)["error"] == "the path or a query parameter is not UTF-8");
   }
   CHECK(a.get("/nodes/gpu-%C3%A9").status == 404);  // UTF-8 is fine: an unknown node
+}
+
+TEST_CASE("fuzz: a relative since longer than the epoch is the epoch, not an overflow (fuzz_http)", "[fuzz]") {
+  // since=3111110d: 3111110 x 86400 s fits in 64 bits, its nanoseconds did not (signed overflow
+  // under UBSan). It reaches back before 1970: every row.
+  const int64_t now = 1'700'000'000LL * 1'000'000'000;
+  CHECK(parseSince("3111110d", now) == 0);
+  CHECK(parseSince("99999999999w", now) == 0);
+  CHECK(parseSince("7d", now) == now - 7LL * 86400 * 1'000'000'000);
+  EmptyApi a;
+  CHECK(a.get("/nodes?rank=1&since=3111110d&min_jobs=2").status == 200);
 }
