@@ -168,9 +168,9 @@ void Agent::onRecord(const std::string& source, common::LogRecord&& record, comm
   ++stats_.records;
   dirty_ = true;
   if (!record.time_known) {
-    // Seen live: the read time is a close upper bound, and the aggregation window needs a time.
+    // The aggregation window orders by a time, so the read time stands in for it; the record
+    // stays untimed (the aggregator places it by arrival): the read time is not when it happened.
     record.time_ns = clock_.nowNs();
-    record.time_known = true;
   }
   if (record.boot_id.empty()) record.boot_id = options_.boot_id;
   common::MatchContext ctx;

@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
   }
   common::ParseOptions parse;
   parse.boot_id = boot_id;
+  // Boot-relative stamps in followed files (a dmesg file) are placed through this boot's time,
+  // as the kmsg source does; without it they stay untimed.
+  if (int64_t boot = bootTimeNs(); boot > 0) parse.boot_time_ns = boot;
   parse.utc_offset_sec = cfg.utc_offset_set ? cfg.utc_offset_s : localUtcOffset();
   if (!cfg.utc_offset_set) parse.local_zone = systemZone();
   {

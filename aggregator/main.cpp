@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   std::string db = defaultDb(), listen = "127.0.0.1", token_file, port_file, sacct_command;
   uint16_t port = 8470;
   std::vector<std::string> rule_dirs;
-  double leader_poll = 1, settle = 120, margin = 120, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
+  double leader_poll = 1, settle = 120, margin = 30, agent_timeout = 90, final_timeout = 3600, sacct_interval = 0, tick = 0.25;
   double retention_days = 30, job_retention_days = 180;
   bool sync_full = false;
   std::string ingest_endpoint = "tcp://127.0.0.1:7400", curve_secret_file, allow_dir, ingest_endpoint_file;
@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
   app.add_option("--http-max-connections", http_options.limits.max_connections, "most open connections (else 503)");
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
   app.add_option("--settle", settle, "seconds after a job's end before the verdict is revised");
-  app.add_option("--margin", margin, "seconds around a job's window whose symptoms still belong to it");
+  app.add_option("--margin", margin,
+                 "seconds around a job's window whose symptoms still belong to it (clock skew and teardown)")
+      ->capture_default_str();
   app.add_option("--agent-timeout", agent_timeout, "seconds without a heartbeat before an agent counts as gone");
   app.add_option("--final-timeout", final_timeout, "seconds after a job's end to stop waiting for silent nodes");
   app.add_option("--sacct-command", sacct_command, "command printing `sacct --json` output (polled)");

@@ -47,11 +47,16 @@ struct CorrelatorOptions {
   // An application symptom that follows (or precedes by no more than this) a non-application
   // root is treated as its consequence: ranks die of any fault through an exception.
   int64_t clock_skew_ns = 5'000'000'000;
-  // Symptoms this long before the job start still count (a GPU lost just before launch).
-  int64_t pre_start_ns = 600'000'000'000;
-  // Context symptoms (reboots, driver loads) are kept from this long before the start.
+  // A symptom belongs to the job that was running on its node when it happened: only the clock
+  // skew between a node and the scheduler (and the teardown after the end) widens the job's
+  // window. A fault from before the start that lasts (a GPU lost until reset: a `persists`
+  // relation) is kept as inherited background evidence however early; anything else from before
+  // the start was another job's (or no job's) evidence.
+  int64_t pre_start_ns = 30'000'000'000;
+  // Context symptoms (reboots, driver loads) are kept from this long before the start: they
+  // explain the state the job started in, they are no one's fault.
   int64_t context_pre_start_ns = 7200'000'000'000;
-  int64_t post_end_ns = 120'000'000'000;
+  int64_t post_end_ns = 30'000'000'000;
   // More suspect nodes than this -> systemic verdict without blaming a node.
   size_t systemic_threshold = 16;
   // Per node (by name); nodes not listed are unknown.

@@ -153,6 +153,18 @@ Blame rootBlame(const std::vector<Item>& items, const Scored& sc, bool fallback)
   return b;
 }
 
+// A lasting fault from before the job's start (a persists relation kept it): the job inherited
+// it; the event itself belongs to whatever ran on the node when it happened.
+void noteInherited(Blame& b, const JobInfo& job, const Item& anchor) {
+  if (!anchor.background || !anchor.s.time_known || job.start_ns == 0 || anchor.s.first_ns >= job.start_ns) return;
+  const int64_t before_s = (job.start_ns - anchor.s.first_ns) / 1'000'000'000;
+  b.explanation += fmt::format(" It happened {} before this job started and lasted into it: an inherited fault, "
+                               "not an event of this job [phase: scope].",
+                               before_s >= 3600 ? fmt::format("{} h {} min", before_s / 3600, before_s % 3600 / 60)
+                               : before_s >= 60 ? fmt::format("{} min", before_s / 60)
+                                                : fmt::format("{} s", before_s));
+}
+
 }  // namespace
 
 std::vector<std::string> unreadNodes(const JobInfo& job, const std::vector<Item>& items, const std::string& node,
@@ -171,10 +183,17 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
   Blame b;
   const Symptom& a = items[sc.anchor].s;
   if (d.outcome == Outcome::kAmbiguous) {
-    std::set<std::string> seen{a.node};
-    b.responsible.push_back({a.node, a.device, 0.5});
+    // Each candidate names its node, unless it is a service's fault the node only reported (a
+    // storage server not answering): that candidate stays, its node is not named.
+    auto service = [&](size_t i) { return items[i].elsewhere == RelationEffect::kService && !items[i].elsewhere_relation.empty(); };
+    std::set<std::string> seen;
+    if (!service(sc.anchor)) {
+      seen.insert(a.node);
+      b.responsible.push_back({a.node, a.device, 0.5});
+    }
     for (size_t r : sc.competitors)
-      if (seen.insert(items[r].s.node).second) b.responsible.push_back({items[r].s.node, items[r].s.device, 0.5});
+      if (!service(r) && seen.insert(items[r].s.node).second)
+        b.responsible.push_back({items[r].s.node, items[r].s.device, 0.5});
   } else if (d.outcome == Outcome::kSystemic) {
   } else if (d.job_wide) {
     // The owner is the anchor's domain: the job's own configuration, data or launch
@@ -196,6 +215,7 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
     b = fallbackBlame(job, items, sc, o);
   } else {
     b = rootBlame(items, sc, c.fallback);
+    noteInherited(b, job, items[sc.anchor]);
   }
   b.responsible.erase(std::remove_if(b.responsible.begin(), b.responsible.end(),
                                      [](const ResponsibleNode& r) { return r.node.empty(); }),

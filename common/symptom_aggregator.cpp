@@ -39,7 +39,9 @@ std::vector<Symptom> SymptomAggregator::drainOlderThan(int64_t now_ns) {
   std::vector<Symptom> out = std::move(closed_);
   closed_.clear();
   for (auto it = open_.begin(); it != open_.end();) {
-    bool old = now_ns == INT64_MAX || (it->second.time_known && it->second.last_ns + window_ns_ < now_ns);
+    // An untimed group (a live source's record without a stamp) carries its read time: it closes
+    // by that, as a timed one does by its own.
+    bool old = now_ns == INT64_MAX || it->second.last_ns + window_ns_ < now_ns;
     if (old) {
       out.push_back(std::move(it->second));
       it = open_.erase(it);

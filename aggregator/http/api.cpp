@@ -193,6 +193,9 @@ HttpResponse Api::jobEvent(const HttpRequest& request, const std::string& job_id
   std::string why;
   auto update = jobUpdateFromJson(body, job_id, end ? JobEventKind::kEnd : JobEventKind::kStart, clock_.nowNs(), &why);
   if (!update) return error(400, why);
+  // An end for a job nobody started, naming no nodes, has nothing to judge: refused, not judged.
+  if (end && update->nodelist.empty() && update->nodes.empty() && !store_.job(job_id))
+    return error(404, fmt::format("unknown job '{}': no start was recorded and the end names no nodes", job_id));
   update->source = "http";
   auto row = store_.recordJob(*update, &why);
   if (!row) return error(why.rfind("store:", 0) == 0 ? 503 : 400, why);

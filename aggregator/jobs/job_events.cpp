@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <set>
 
 #include "common/job.h"
 
@@ -21,10 +22,40 @@ bool exitCodeFailed(std::string_view ec) {
 namespace {
 
 std::optional<int64_t> timeOf(const json& v) {
-  if (v.is_number()) return static_cast<int64_t>(v.get<double>() * 1e9);
+  if (v.is_number()) {
+    const double sec = v.get<double>();
+    if (!(sec >= 0 && sec < 1e10)) return std::nullopt;
+    return static_cast<int64_t>(sec * 1e9);
+  }
   if (v.is_string()) return common::parseTimestampNs(v.get<std::string>());
   return std::nullopt;
 }
+
+// Slurm's job states (sacct(1), squeue(1)); "CANCELLED by 1000" carries the canceller.
+bool slurmState(std::string_view state) {
+  static const std::set<std::string_view> kStates = {
+      "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE",    "FAILED",
+      "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED",  "RESIZING", "REVOKED",
+      "RUNNING",   "SPECIAL_EXIT",  "STOPPED", "SUSPENDED", "TIMEOUT"};
+  std::string_view word = state.substr(0, state.find(' '));
+  if (!kStates.count(word)) return false;
+  if (word.size() == state.size()) return true;
+  std::string_view rest = state.substr(word.size());
+  if (rest.rfind(" by ", 0) != 0 || rest.size() == 4) return false;
+  return std::all_of(rest.begin() + 4, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// "1:0" (exit:signal) or a bare exit code.
+bool exitCodeForm(std::string_view ec) {
+  size_t colon = ec.find(':');
+  auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 10 && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return colon == std::string_view::npos ? digits(ec) : digits(ec.substr(0, colon)) && digits(ec.substr(colon + 1));
+}
+
+constexpr int64_t kEventDayNs = 86400LL * 1'000'000'000;
+constexpr int64_t kYear2000Ns = 946'684'800LL * 1'000'000'000;
 
 }  // namespace
 
@@ -35,51 +66,92 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
     return std::nullopt;
   }
   const json b = body.is_null() ? json::object() : body;
-  JobUpdate u;
-  u.job_id = job_id;
-  auto str = [&](const char* key, std::string* out) {
-    if (!b.contains(key)) return true;
-    if (b[key].is_string()) *out = b[key].get<std::string>();
-    else if (b[key].is_number_integer()) *out = std::to_string(b[key].get<int64_t>());
-    else return false;
-    return true;
-  };
-  if (!str("nodes", &u.nodelist) || !str("state", &u.state) || !str("exit_code", &u.exit_code)) {
-    *error = "nodes, state and exit_code must be strings";
+  // Every key is one of these (docs/api.md); "nodelist" is the bundle format's name for "nodes",
+  // accepted on purpose. Anything else is refused, not ignored: a misspelt key would otherwise
+  // turn a failed job into a completed one without nodes.
+  static const std::set<std::string> kKeys = {"nodes",      "nodelist",        "state",     "exit_code",
+                                              "time",       "start_time",      "ntasks_per_node", "time_limit"};
+  for (const auto& [key, value] : b.items())
+    if (!kKeys.count(key)) {
+      *error = fmt::format("unknown key '{}' (known: {})", key.size() > 40 ? key.substr(0, 40) + "..." : key,
+                           fmt::join(kKeys, ", "));
+      return std::nullopt;
+    }
+  if (b.contains("nodes") && b.contains("nodelist")) {
+    *error = "give nodes or nodelist, not both";
     return std::nullopt;
   }
-  if (b.contains("nodes") && b["nodes"].is_array()) {
-    u.nodelist.clear();
-    for (const auto& n : b["nodes"])
-      if (n.is_string()) u.nodes.push_back(n.get<std::string>());
-  }
-  for (char c : u.state)
-    if (!(std::isupper(static_cast<unsigned char>(c)) || c == '_' || c == ' ' || std::isdigit(static_cast<unsigned char>(c)))) {
-      *error = "state must be a Slurm state word (FAILED, COMPLETED, ...)";
+  JobUpdate u;
+  u.job_id = job_id;
+  const char* nodes_key = b.contains("nodelist") ? "nodelist" : "nodes";
+  if (b.contains(nodes_key)) {
+    const json& n = b[nodes_key];
+    if (n.is_string()) {
+      u.nodelist = n.get<std::string>();
+    } else if (n.is_array()) {
+      for (const auto& e : n) {
+        if (!e.is_string() || e.get<std::string>().empty()) {
+          *error = fmt::format("{} must be a Slurm host list or an array of host names", nodes_key);
+          return std::nullopt;
+        }
+        u.nodes.push_back(e.get<std::string>());
+      }
+    } else {
+      *error = fmt::format("{} must be a Slurm host list or an array of host names, not {}", nodes_key, n.type_name());
       return std::nullopt;
     }
-  int64_t t = now_ns;
-  if (b.contains("time")) {
-    auto parsed = timeOf(b["time"]);
+  }
+  for (const char* key : {"state", "exit_code"}) {
+    if (!b.contains(key)) continue;
+    if (!b[key].is_string() && !(std::string_view(key) == "exit_code" && b[key].is_number_unsigned())) {
+      *error = fmt::format("{} must be a string", key);
+      return std::nullopt;
+    }
+    (std::string_view(key) == "state" ? u.state : u.exit_code) =
+        b[key].is_string() ? b[key].get<std::string>() : std::to_string(b[key].get<uint64_t>());
+  }
+  if (!u.state.empty() && !slurmState(u.state)) {
+    *error = fmt::format("state '{}' is not a Slurm job state (FAILED, COMPLETED, TIMEOUT, NODE_FAIL, "
+                         "OUT_OF_MEMORY, CANCELLED, PREEMPTED, ...)", u.state.substr(0, 40));
+    return std::nullopt;
+  }
+  if (!u.exit_code.empty() && !exitCodeForm(u.exit_code)) {
+    *error = fmt::format("exit_code '{}' is not EXIT[:SIGNAL]", u.exit_code.substr(0, 40));
+    return std::nullopt;
+  }
+  // A time a day past now (beyond any clock skew) or before 2000 is a mistake; a job started in
+  // the future would take in every later symptom of its nodes.
+  auto timeAt = [&](const char* key, int64_t* out) {
+    if (!b.contains(key)) return true;
+    auto parsed = timeOf(b[key]);
     if (!parsed) {
-      *error = "bad time";
+      *error = fmt::format("bad {}: not an ISO 8601 time or Unix seconds", key);
+      return false;
+    }
+    if (*parsed < kYear2000Ns || (now_ns > 0 && *parsed > now_ns + kEventDayNs)) {
+      *error = fmt::format("{} {} is {}", key, common::formatTimeNs(*parsed),
+                           *parsed < kYear2000Ns ? "before 2000" : "more than a day in the future");
+      return false;
+    }
+    *out = *parsed;
+    return true;
+  };
+  int64_t t = now_ns;
+  if (!timeAt("time", &t)) return std::nullopt;
+  if (kind == JobEventKind::kStart) {
+    if (u.nodelist.empty() && u.nodes.empty()) {
+      *error = "a job start names the job's nodes (nodes: a Slurm host list or an array)";
       return std::nullopt;
     }
-    t = *parsed;
-  }
-  if (kind == JobEventKind::kStart) {
     u.start_ns = t;
     if (u.state.empty()) u.state = "RUNNING";
   } else {
     u.end_ns = t;
     if (u.state.empty()) u.state = exitCodeFailed(u.exit_code) ? "FAILED" : "COMPLETED";
-    if (b.contains("start_time")) {
-      auto s = timeOf(b["start_time"]);
-      if (!s) {
-        *error = "bad start_time";
-        return std::nullopt;
-      }
-      u.start_ns = *s;
+    if (!timeAt("start_time", &u.start_ns)) return std::nullopt;
+    if (u.start_ns && u.start_ns > u.end_ns) {
+      *error = "start_time is after the end";
+      return std::nullopt;
     }
   }
   if (b.contains("ntasks_per_node")) {
@@ -90,8 +162,14 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
     }
     u.ntasks_per_node = b["ntasks_per_node"].get<int>();
   }
-  if (b.contains("time_limit") && b["time_limit"].is_string())
-    u.time_limit_sec = common::parseSlurmDuration(b["time_limit"].get<std::string>()).value_or(0);
+  if (b.contains("time_limit")) {
+    auto d = b["time_limit"].is_string() ? common::parseSlurmDuration(b["time_limit"].get<std::string>()) : std::nullopt;
+    if (!d) {
+      *error = "time_limit must be a Slurm duration ([D-]HH:MM:SS or minutes)";
+      return std::nullopt;
+    }
+    u.time_limit_sec = *d;
+  }
   return u;
 }
 

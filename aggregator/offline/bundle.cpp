@@ -210,10 +210,24 @@ LogFormat detectFile(const std::string& path) {
   return common::detectFormat(head);
 }
 
-void annotateDevices(std::vector<Symptom>& symptoms, const std::map<std::string, NodeInfo>& nodes) {
+// A GPU fault whose line names no GPU (CUDA's "uncorrectable ECC error encountered" in a rank's
+// traceback) on a node with exactly one GPU in its inventory is that GPU's.
+bool gpuFault(const Symptom& s) {
+  return s.sub_domain == common::SubDomain::kHardware &&
+         (s.category.rfind("gpu", 0) == 0 || s.category == "cuda" || s.category == "nvml");
+}
+
+void annotateDevices(std::vector<Symptom>& symptoms, const std::map<std::string, NodeInfo>& nodes,
+                     const std::vector<std::string>& job_nodes) {
   for (auto& s : symptoms) {
-    auto it = nodes.find(s.node);
-    if (it == nodes.end() || s.device.empty()) continue;
+    // A job-wide log's line of a one-node job is that node's (the correlator places it there).
+    auto it = nodes.find(s.node.empty() && job_nodes.size() == 1 ? job_nodes.front() : s.node);
+    if (it == nodes.end()) continue;
+    if (s.device.empty() && it->second.gpus.size() == 1 && gpuFault(s)) {
+      s.device = it->second.gpus.front().pci;
+      s.fields["device_from"] = "the node's only GPU";
+    }
+    if (s.device.empty()) continue;
     for (const auto& g : it->second.gpus) {
       if (g.pci != s.device) continue;
       s.fields["gpu_index"] = std::to_string(g.index);
@@ -408,7 +422,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     if (!b.nodes.count(n))
       b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
   b.symptoms = agg.drainAll();
-  annotateDevices(b.symptoms, b.nodes);
+  annotateDevices(b.symptoms, b.nodes, b.job.nodes);
   return b;
 }
 

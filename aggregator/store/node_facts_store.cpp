@@ -3,6 +3,8 @@
 // only, errors returned, never thrown.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "aggregator/store/db.h"
 #include "aggregator/store/store.h"
 
@@ -104,17 +106,25 @@ std::map<std::string, NodeFailures> Store::recentFailures(const std::vector<std:
   Lock lock(*this);
   // One pass over the window's jobs (jobs_by_end), each latest verdict's responsible list read
   // once, kept only for the asked nodes; a job naming a node twice (two devices) counts once.
+  // Counted per event: jobs that inherited one lasting fault (the same cause rule, device and
+  // time) count it once.
   const std::string blamed = db_->jsonField("r.value", "node");
-  Stmt s(db_->get(), fmt::format("SELECT DISTINCT {0} AS blamed, j.job_id, j.end_ns "
+  Stmt s(db_->get(), fmt::format("SELECT DISTINCT {0} AS blamed, j.job_id, j.end_ns, {3}, {4}, {5} "
                                  "FROM jobs j JOIN verdicts v ON v.job_id = j.job_id AND v.latest = 1, {1} "
                                  "WHERE j.end_ns >= ?2 AND j.end_ns <= ?3 AND j.job_id != ?4 AND j.site = ?5 "
                                  "AND j.terminal_state NOT IN ('', 'success') AND {0} IN {2} "
                                  "ORDER BY blamed, j.end_ns DESC, j.job_id DESC",
-                                 blamed, db_->jsonArray("v.diagnosis", "responsible_nodes", "r"), db_->jsonList(1)));
+                                 blamed, db_->jsonArray("v.diagnosis", "responsible_nodes", "r"), db_->jsonList(1),
+                                 db_->jsonText("v.diagnosis", "cause.rule_id"), db_->jsonText("v.diagnosis", "cause.device"),
+                                 db_->jsonText("v.diagnosis", "cause.time")));
   s.bind(1, json(nodes).dump()).bind(2, since_ns).bind(3, until_ns).bind(4, exclude_job_id).bind(5, site);
   std::map<std::string, NodeFailures> out;
+  std::map<std::string, std::set<std::string>> events;  // node -> cause keys counted
   while (s.step() == sql::kRow) {
-    auto& f = out[s.text(0)];
+    const std::string node = s.text(0);
+    const std::string rule = s.text(3), time = s.text(5);
+    if (!rule.empty() && !time.empty() && !events[node].insert(rule + "\n" + s.text(4) + "\n" + time).second) continue;
+    auto& f = out[node];
     ++f.failures;
     if (f.job_ids.size() < max_job_ids) f.job_ids.push_back(s.text(1));
   }

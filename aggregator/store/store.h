@@ -206,7 +206,8 @@ struct VerdictHead {
 
 // A node's record in other jobs' verdicts (Store::recentFailures).
 struct NodeFailures {
-  size_t failures = 0;               // failed jobs whose latest verdict names the node responsible
+  size_t failures = 0;               // failed jobs whose latest verdict names the node responsible,
+                                     // one per event: jobs inheriting one lasting fault count once
   std::vector<std::string> job_ids;  // the newest of them (by job end), newest first
 };
 

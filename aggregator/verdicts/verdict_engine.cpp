@@ -35,6 +35,9 @@ std::vector<std::string> VerdictEngine::unreportedNodes(const JobRow& job,
 
 common::CorrelatorOptions VerdictEngine::correlatorOptions(const JobRow& job) {
   common::CorrelatorOptions c = options_.correlator;
+  // The aggregator's margin is the job's window: what the correlator counts before the start and
+  // after the end (lasting faults from before the start are kept by their persists relations).
+  c.pre_start_ns = c.post_end_ns = options_.window_margin_ns;
   auto inventories = store_.inventoryFacts(job.info.nodes);
   // An address on several of the job's nodes (a container bridge's 172.17.0.1, a shared virtual
   // address) names none of them.

@@ -35,7 +35,10 @@ struct VerdictOptions {
   int64_t settle_ns = 120 * kSecondNs;
   // Symptoms up to this long after a job's end belong to its window (and this long before its
   // start, for mapping; the correlator reaches further back for context on its own).
-  int64_t window_margin_ns = 120 * kSecondNs;
+  // The job's window [start - margin, end + margin]: clock skew and teardown only (a symptom
+  // belongs to the job running on its node when it happened). Also how far past the end the
+  // agents' heartbeats must reach before a verdict is final.
+  int64_t window_margin_ns = 30 * kSecondNs;
   // A node whose agent has not sent a heartbeat for this long has no live agent.
   int64_t agent_timeout_ns = 90 * kSecondNs;
   // Stop waiting for silent nodes after this long: the verdict becomes final on partial evidence.

@@ -384,3 +384,32 @@ TEST_CASE("journald: an unreadable journal is reported", "[sources][journald]") 
   src.start("", got.handler());
   CHECK(src.health().status == "error");
 }
+
+TEST_CASE("file: a followed dmesg file's boot-relative stamps are placed through the boot time", "[sources][file]") {
+  // A record appended to a dmesg file from long before (100 s after boot) is dated 100 s after
+  // the boot, not when the agent read it; without a boot time it stays untimed.
+  for (bool with_boot : {true, false}) {
+    TempDir dir;
+    std::string path = dir.file("dmesg");
+    append(path, "[    5.000000] Linux version 6.1.0 (gcc)\n");
+    boost::asio::io_context io;
+    FileOptions o;
+    o.path = path;
+    o.format = common::LogFormat::kDmesgRaw;
+    o.from_start = true;
+    o.fallback_poll_ms = 0;
+    if (with_boot) o.parse.boot_time_ns = 1'700'000'000'000'000'000;
+    FileSource src(io, o);
+    Collected got;
+    src.start("", got.handler());
+    append(path, "[  100.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n");
+    src.poll();
+    src.flush();
+    REQUIRE(got.records.size() == 2);
+    CAPTURE(with_boot);
+    CHECK(got.records[1].time_known == with_boot);
+    if (with_boot) CHECK(got.records[1].time_ns == *o.parse.boot_time_ns + 100'000'000'000);
+    CHECK(got.records[1].monotonic_ns == 100'000'000'000);
+    src.stop();
+  }
+}

@@ -361,8 +361,13 @@ TEST_CASE("a time-limit kill: cascade evidence after the kill is teardown, befor
   d = correlate(j, {at(watchdog, 3600), at(sigkill, 0)}, kb());
   CHECK(d.sub_domain == SubDomain::kUnattributed);
   CHECK_FALSE(d.cause);
-  // A real root before the limit still decides.
-  d = correlate(j, {at(watchdog, 3600), at(sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 0), 3700)},
+  // A real root during the job, before the limit, still decides.
+  d = correlate(j, {at(watchdog, 3400), at(sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 0), 3500)},
                 kb());
   CHECK(d.sub_domain == SubDomain::kHardware);
+  // The same Xid 100 s before the job started was another job's (or no job's) event: n3 shows
+  // nothing of its own during this job, so the Xid is not kept as a lasting fault either.
+  d = correlate(j, {at(watchdog, 3400), at(sym("xid.79", "n3", SubDomain::kHardware, Role::kRoot, 0), 3700)},
+                kb());
+  CHECK(d.sub_domain == SubDomain::kUnattributed);
 }

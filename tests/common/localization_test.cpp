@@ -293,3 +293,35 @@ TEST_CASE("confidence bands and node advice: drain only on a strong verdict of t
   auto none = correlate(failedJob(2), {}, &rules);
   CHECK(toJson(none)["confidence_band"].is_null());
 }
+
+TEST_CASE("one owner per event: consecutive jobs on a node do not share evidence", "[correlator][owner]") {
+  const RuleSet& rules = shipped();
+  // Job A ran 0-3600 s on n1 and n2; job B starts on n1 and n2 at 3840 s (4 minutes after A).
+  // During A: an Xid 79 on n1 at 3000 s and NCCL errors on n2 at 3010 s. After A's end, an Xid 48
+  // on n1 at 3707 s (107 s after the end).
+  JobInfo a = failedJob(2);
+  JobInfo b = failedJob(2);
+  b.job_id = "8";
+  b.start_ns = kT0 + 3840 * kSec;
+  b.end_ns = b.start_ns + 3600 * kSec;
+  Symptom xid79 = fromRule(*rules.find("xid.79"), "n1", 3000);
+  Symptom nccl = fromRule(*rules.find("nccl.remote_error"), "n2", 3010);
+  Symptom xid48 = fromRule(*rules.find("xid.48"), "n1", 3707);
+  // Job A: its Xid 79, not the Xid 48 that came 107 s after its end.
+  auto da = correlate(a, {xid79, nccl, xid48}, &rules);
+  REQUIRE(da.cause);
+  CHECK(da.cause->rule_id == "xid.79");
+  for (const auto& e : da.chain) CHECK(e.rule_id != "xid.48");
+  // Job B with nothing of its own: none of A's evidence (nor the Xid 48 before its start) is its.
+  auto db = correlate(b, {xid79, nccl, xid48}, &rules);
+  CHECK(!db.cause);
+  CHECK(db.chain.empty());
+  // Job B failing on n1 with a CUDA error at start-up: the lasting GPU loss from A is inherited,
+  // and said so; A's NCCL errors on n2 are not in B's chain.
+  Symptom cuda = fromRule(*rules.find("cuda.no_device"), "n1", 3850);
+  auto dc = correlate(b, {xid79, nccl, cuda}, &rules);
+  REQUIRE(dc.cause);
+  CHECK(dc.cause->rule_id == "xid.79");
+  CHECK(dc.explanation.find("inherited fault") != std::string::npos);
+  for (const auto& e : dc.chain) CHECK(e.rule_id != "nccl.remote_error");
+}

@@ -87,6 +87,14 @@ TEST_CASE("http: job events, verdicts and every read endpoint over a real socket
   CHECK(s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]"})", "wrong").status == 401);
   CHECK(s.call("POST", "/jobs/77/start", "{broken", "s3cret").status == 400);
   CHECK(s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-"})", "s3cret").status == 400);
+  // Nonsense is refused with the reason, and changes nothing.
+  auto bad = s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]", "state": "EXPLODED"})", "s3cret");
+  CHECK(bad.status == 400);
+  CHECK(bad.body.find("not a Slurm job state") != std::string::npos);
+  auto unknown = s.call("POST", "/jobs/78/end", R"({"exit_code": "1:0"})", "s3cret");
+  CHECK(unknown.status == 404);
+  CHECK(unknown.body.find("no start was recorded") != std::string::npos);
+  CHECK(s.call("GET", "/jobs/78", "", "").status == 404);
   auto started = s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]", "time": "2024-06-01T10:00:00Z"})", "s3cret");
   CHECK(started.status == 200);
   s.clock.advance(100 * kSec);

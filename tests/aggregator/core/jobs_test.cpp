@@ -47,10 +47,44 @@ TEST_CASE("jobs: start/end bodies of the HTTP write endpoint", "[jobs]") {
   CHECK(end->state == "FAILED");
   CHECK(end->end_ns == kT0 + 5);
   CHECK(jobUpdateFromJson(json{{"exit_code", "0:0"}}, "7", JobEventKind::kEnd, kT0, &error)->state == "COMPLETED");
-  CHECK(jobUpdateFromJson(json{{"time", 1717236000}}, "7", JobEventKind::kEnd, 0, &error)->end_ns == kT0);
+  CHECK(jobUpdateFromJson(json{{"time", 1717236000}}, "7", JobEventKind::kEnd, kT0 + 5, &error)->end_ns == kT0);
   CHECK_FALSE(jobUpdateFromJson(json{{"time", "yesterday"}}, "7", JobEventKind::kEnd, 0, &error));
   CHECK_FALSE(jobUpdateFromJson(json{{"state", "failed; rm"}}, "7", JobEventKind::kEnd, 0, &error));
   CHECK_FALSE(jobUpdateFromJson(json::array(), "7", JobEventKind::kEnd, 0, &error));
+}
+
+TEST_CASE("jobs: job events refuse nonsense with the reason", "[jobs]") {
+  const int64_t now = kT0 + 5;
+  auto refused = [&](const json& body, JobEventKind kind, const std::string& says) {
+    std::string error;
+    auto u = jobUpdateFromJson(body, "7", kind, now, &error);
+    INFO(body.dump() << " -> " << error);
+    CHECK_FALSE(u);
+    CHECK(error.find(says) != std::string::npos);
+  };
+  const auto end = JobEventKind::kEnd, start = JobEventKind::kStart;
+  // The bundle format's key names: "nodelist" is an accepted alias, "exitcode" is not a key.
+  refused(json{{"nodelist", "gpu-[01-02]"}, {"exitcode", "1:0"}}, end, "unknown key 'exitcode'");
+  std::string error;
+  auto alias = jobUpdateFromJson(json{{"nodelist", "gpu-[01-02]"}, {"exit_code", "1:0"}}, "7", end, now, &error);
+  REQUIRE(alias);
+  CHECK(alias->nodelist == "gpu-[01-02]");
+  CHECK(alias->state == "FAILED");
+  refused(json{{"nodes", 5}}, end, "host list");
+  refused(json{{"nodes", {"gpu-01", 5}}}, end, "host list");
+  refused(json{{"exit_code", "banana"}}, end, "EXIT[:SIGNAL]");
+  refused(json{{"state", "EXPLODED"}}, end, "not a Slurm job state");
+  refused(json{{"state", "CANCELLED by me"}}, end, "not a Slurm job state");
+  refused(json{{"nodes", "gpu-01"}, {"time", "2030-01-01T00:00:00Z"}}, start, "in the future");
+  refused(json{{"time", 12.5}}, end, "before 2000");
+  refused(json{{"time", -1}}, end, "bad time");
+  refused(json::object(), start, "names the job's nodes");
+  refused(json{{"start_time", "2024-06-01T11:00:00Z"}, {"time", "2024-06-01T10:00:00Z"}}, end, "after the end");
+  refused(json{{"time_limit", 60}}, end, "time_limit");
+  // What Slurm itself says passes.
+  CHECK(jobUpdateFromJson(json{{"state", "CANCELLED by 1000"}}, "7", end, now, &error));
+  CHECK(jobUpdateFromJson(json{{"state", "OUT_OF_MEMORY"}, {"exit_code", "0:125"}}, "7", end, now, &error));
+  CHECK(jobUpdateFromJson(json{{"nodes", {"gpu-01", "gpu-02"}}}, "7", start, now, &error));
 }
 
 TEST_CASE("jobs: every job of real sacct --json output", "[jobs]") {

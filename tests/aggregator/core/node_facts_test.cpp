@@ -67,7 +67,8 @@ struct Fixture {
             IngestResult::Status::kStored);
   }
   // A stored verdict naming `blamed` (node, device) responsible.
-  void verdict(const std::string& job_id, std::vector<std::pair<std::string, std::string>> blamed) {
+  // `cause_at`: the verdict's cause is an Xid 79 at that time (an event); 0: no cause recorded.
+  void verdict(const std::string& job_id, std::vector<std::pair<std::string, std::string>> blamed, int64_t cause_at = 0) {
     VerdictRow v;
     v.job_id = job_id;
     v.created_ns = clock.nowNs();
@@ -76,6 +77,15 @@ struct Fixture {
     v.diagnosis.terminal_state = "fail";
     v.diagnosis.sub_domain = common::SubDomain::kHardware;
     for (auto& [node, device] : blamed) v.diagnosis.responsible.push_back({node, device, 0.9});
+    if (cause_at) {
+      common::Cause c;
+      c.rule_id = "xid.79";
+      c.node = blamed.front().first;
+      c.device = blamed.front().second;
+      c.time_ns = cause_at;
+      c.time_known = true;
+      v.diagnosis.cause = c;
+    }
     std::string error;
     REQUIRE(store->addVerdict(v, &error) > 0);
   }
@@ -215,6 +225,27 @@ TEST_CASE("store: a node's recent failures count other failed jobs whose latest 
   r = f.store->recentFailures({"gpu-c"}, end - 7 * kDay, end, "14", "", 5);
   CHECK(r.size() == 1);
   CHECK(r.count("gpu-c") == 1);
+}
+
+TEST_CASE("store: jobs that inherited one lasting fault count it once in a node's record", "[store][facts][owner]") {
+  Fixture f;
+  const int64_t end = kT0 + 30 * kDay;
+  setClock(f.clock, end + kDay);
+  const int64_t lost = end - 3 * kDay - 1800 * kSec;  // gpu-b's GPU fell off the bus during job 21
+  f.job("21", "gpu-b", end - 3 * kDay - 3600 * kSec, end - 3 * kDay, "FAILED");
+  f.verdict("21", {{"gpu-b", "0000:3b:00.0"}}, lost);
+  // Jobs 22 and 23 ran on the node before anyone reset the GPU: the same event, inherited.
+  f.job("22", "gpu-b", end - 3 * kDay + 600 * kSec, end - 3 * kDay + 700 * kSec, "FAILED");
+  f.verdict("22", {{"gpu-b", "0000:3b:00.0"}}, lost);
+  f.job("23", "gpu-b", end - 3 * kDay + 900 * kSec, end - 3 * kDay + 1000 * kSec, "FAILED");
+  f.verdict("23", {{"gpu-b", "0000:3b:00.0"}}, lost);
+  // A second loss a day later: another event.
+  f.job("24", "gpu-b", end - 2 * kDay - 3600 * kSec, end - 2 * kDay, "FAILED");
+  f.verdict("24", {{"gpu-b", "0000:3b:00.0"}}, end - 2 * kDay - 60 * kSec);
+  auto r = f.store->recentFailures({"gpu-b"}, end - 7 * kDay, end, "99", "", 5);
+  REQUIRE(r.count("gpu-b") == 1);
+  CHECK(r["gpu-b"].failures == 2);
+  CHECK(r["gpu-b"].job_ids == std::vector<std::string>{"24", "23"});
 }
 
 TEST_CASE("verdicts: the job's nodes' addresses and GPU counts come from their latest inventories", "[verdicts][facts]") {
