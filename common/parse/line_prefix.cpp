@@ -73,6 +73,25 @@ bool mpiTag(std::string_view* s, LinePrefix* out) {
   return false;
 }
 
+// Open MPI's own output (opal_output, ORTE/PRRTE help aggregation, the BTLs' verbose lines):
+// "[HOST:PID] " with the process's host name, e.g. "[gpu-a01:48211] pml_ucx.c:419 Error: ...".
+bool opalTag(std::string_view* s, const HostSet* known_hosts, LinePrefix* out) {
+  std::string_view t = *s;
+  const size_t colon = t.find(':');
+  if (t.size() < 6 || t[0] != '[' || colon == std::string_view::npos || colon < 2 || colon > 80) return false;
+  const std::string_view host = t.substr(1, colon - 1);
+  for (char c : host)
+    if (!(isAlnum(c) || c == '-' || c == '.' || c == '_')) return false;
+  size_t i = colon + 1;
+  uint64_t pid = 0;
+  if (!readUint(t, &i, &pid) || i - colon - 1 > 7 || i + 1 >= t.size() || t[i] != ']' || t[i + 1] != ' ') return false;
+  const bool known = known_hosts && known_hosts->count(host) > 0;
+  if (!known && !isHostShaped(host)) return false;
+  out->host = host;
+  s->remove_prefix(i + 2);
+  return true;
+}
+
 // kubectl logs --prefix: "[pod/NAME/CONTAINER] ".
 bool kubectlTag(std::string_view* s) {
   if (!startsWith(*s, "[pod/")) return false;
@@ -160,7 +179,7 @@ bool stripLauncherPrefix(std::string_view* s, const HostSet* known_hosts, LinePr
   if (s->empty()) return false;
   switch (s->front()) {
     case '[':
-      return mpiTag(s, out) || kubectlTag(s);
+      return mpiTag(s, out) || kubectlTag(s) || opalTag(s, known_hosts, out);
     case '(':
       return rayTag(s, out);
     default:

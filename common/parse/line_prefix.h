@@ -3,7 +3,7 @@
 // A job's output often reaches an operator through another program: mpirun --tag-output
 // ("[1,13]<stdout>:"), pdsh / clush / DeepSpeed's multi-node runner ("gpu-a01: ", "10.0.0.7: "),
 // container runtimes (CRI "2024-06-01T10:00:00.123Z stderr F "), kubectl logs --prefix
-// ("[pod/train-0/pytorch] "), docker compose ("trainer-1  | "), talosctl dmesg ("10.0.0.7: kern:
+// ("[pod/train-0/pytorch] "), Open MPI's own lines ("[gpu-a01:48211] "), docker compose ("trainer-1  | "), talosctl dmesg ("10.0.0.7: kern:
 // warning: [<RFC 3339>]: "), Ray and SkyPilot
 // ("(RayTrainWorker pid=812, ip=10.0.0.7) ", "(worker1, rank=1, pid=2345, ip=...) "). Rules
 // match the message, so these are removed, keeping the rank or host they name. Pure functions, no allocation.

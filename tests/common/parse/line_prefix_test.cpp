@@ -70,13 +70,20 @@ TEST_CASE("launcher prefixes are removed, keeping the rank or host they name", "
   CHECK(s.rest == "RuntimeError: boom");
   s = strip("(worker1, rank=1, pid=2345, ip=10.0.0.2) RuntimeError: boom");
   CHECK(s.rank == 1);
+  // Open MPI's own lines: "[HOST:PID] ".
+  s = strip("[gpu-a01:48211] pml_ucx.c:419  Error: ucp_ep_create(proc=3) failed: Destination is unreachable");
+  CHECK(s.host == "gpu-a01");
+  CHECK(s.rest == "pml_ucx.c:419  Error: ucp_ep_create(proc=3) failed: Destination is unreachable");
+  CHECK(strip("[node-0-2.local:11836] 7 more processes have sent help message").host == "node-0-2.local");
+  CHECK(strip("[c7:2019618] x", {"c7"}).host == "c7");
 
   // What is message text, not a prefix, stays.
   for (const char* line : {"RuntimeError: CUDA error: unknown error", "python3: can't open file 'x.py'",
                            "torch.distributed.DistBackendError: NCCL error", "ib0: lost carrier",
                            "nvme0n1: I/O error", "gpu-a01:12345:12399 [3] NCCL WARN Cuda failure",
                            "(most recent call last)", "[rank3]: x", "[2024-06-01 10:00:00] x",
-                           "Epoch 1 | loss 2.3", "ERROR: x"}) {
+                           "Epoch 1 | loss 2.3", "ERROR: x", "[W ProcessGroupNCCL.cpp:2302] Warning",
+                           "[12:34] x", "[c7:2019618]x", "[gpu-a01:123456789] x"}) {
     INFO(line);
     CHECK_FALSE(strip(line).stripped);
   }
