@@ -124,7 +124,7 @@ std::optional<std::string> timeArg(const std::string& s) {
   return common::formatTimeNs(*t);
 }
 
-int postEvent(const RemoteOptions& o, const std::string& id, bool end, const json& body) {
+int postEvent(const RemoteOptions& o, const std::string& id, bool end, const json& body, json* answer = nullptr) {
   int rc = kOk;
   auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(id) + (end ? "/end" : "/start"), body.dump(), &rc);
   if (!r) return rc;
@@ -132,9 +132,12 @@ int postEvent(const RemoteOptions& o, const std::string& id, bool end, const jso
   if (r->status != 200) {
     std::fprintf(stderr, "faultline: job %s: %s\n", id.c_str(),
                  j.is_object() && j.contains("error") ? j["error"].get<std::string>().c_str() : r->body.c_str());
-    return r->status == 400 || r->status == 401 || r->status == 403 ? kUsage : kUnreachable;
+    return r->status == 400 || r->status == 401 || r->status == 403 ? kUsage
+           : r->status == 404                                         ? kNotFound
+                                                                      : kUnreachable;
   }
   if (o.json) std::cout << j.dump(2) << "\n";
+  if (answer) *answer = std::move(j);
   return kOk;
 }
 
@@ -151,7 +154,19 @@ int cmdJobEvent(const RemoteOptions& o, bool end) {
   if (!t->empty()) body["time"] = *t;
   if (!st->empty()) body["start_time"] = *st;
   if (o.ntasks_per_node > 0) body["ntasks_per_node"] = o.ntasks_per_node;
-  return postEvent(o, o.job_id, end, body);
+  json answer;
+  int rc = postEvent(o, o.job_id, end, body, &answer);
+  // Say what was recorded (the Slurm scripts discard it; a person running the command sees it).
+  if (rc == kOk && !o.json && answer.is_object()) {
+    std::string line = fmt::format("job {}: {} recorded, state {}", o.job_id, end ? "end" : "start",
+                                   answer.value("state", std::string("?")));
+    if (answer.contains("verdict") && answer["verdict"].is_object())
+      line += fmt::format("; verdict revision {} ({}): {}", answer["verdict"].value("revision", 0),
+                          answer["verdict"].value("status", std::string()),
+                          answer["verdict"].value("sub_domain", std::string()));
+    std::printf("%s\n", line.c_str());
+  }
+  return rc;
 }
 
 // Above the aggregator's per-upload bound, cascade goes first: roots and context are what a

@@ -331,6 +331,8 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     return error(parts.size() == 3 && parts[0] == "jobs" ? 404 : 405, "no such write endpoint");
   }
   if (request.method != "GET" && request.method != "HEAD") return error(405, "method not allowed");
+  if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end" || parts[2] == "output"))
+    return error(405, "POST only: a job event or a job's output is written, not read");
 
   if (path == "/healthz") {
     auto c = store_.counts();

@@ -54,7 +54,9 @@ std::string renderJobs(const json& jobs) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const json& v = j.contains("verdict") ? j["verdict"] : json(nullptr);
-    rows.push_back({str(j, "job_id"), str(j, "state"), str(j, "end"), str(j, "nodelist"),
+    // A running job has no end yet (the store sorts it by its start): say so instead.
+    const bool running = !j.contains("terminal_state") || j["terminal_state"].is_null();
+    rows.push_back({str(j, "job_id"), str(j, "state"), running ? "running" : str(j, "end"), str(j, "nodelist"),
                     v.is_null() ? "-" : str(v, "sub_domain"), v.is_null() ? "-" : str(v, "cause"),
                     v.is_null() ? "-" : joinStrings(v["responsible_nodes"], 3),
                     v.is_null() ? "-" : fmt::format("r{} {}", v.value("revision", 0), str(v, "status"))});

@@ -95,6 +95,7 @@ TEST_CASE("http: job events, verdicts and every read endpoint over a real socket
   CHECK(unknown.status == 404);
   CHECK(unknown.body.find("no start was recorded") != std::string::npos);
   CHECK(s.call("GET", "/jobs/78", "", "").status == 404);
+  CHECK(s.call("GET", "/jobs/77/end", "", "").status == 405);  // written, not read
   auto started = s.call("POST", "/jobs/77/start", R"({"nodes": "gpu-[01-02]", "time": "2024-06-01T10:00:00Z"})", "s3cret");
   CHECK(started.status == 200);
   s.clock.advance(100 * kSec);
