@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
   if (cfg.hostname.empty()) cfg.hostname = hostName();
   if (cfg.agent_id.empty()) cfg.agent_id = cfg.hostname;
   std::string boot_id = readBootId(cfg.boot_id_file);
+  const int64_t boot_time_ns = bootTimeNs();  // kmsg stamps and followed dmesg files are boot-relative
 
   SystemClock clock;
   Logger log(clock, cfg.log_rate_per_minute);
@@ -200,14 +201,14 @@ int main(int argc, char** argv) {
     KmsgOptions o;
     o.path = cfg.kmsg_path;
     o.boot_id = boot_id;
-    o.boot_time_ns = bootTimeNs();
+    o.boot_time_ns = boot_time_ns;
     sources.push_back(std::make_unique<KmsgSource>(io, o));
   }
   common::ParseOptions parse;
   parse.boot_id = boot_id;
   // Boot-relative stamps in followed files (a dmesg file) are placed through this boot's time,
   // as the kmsg source does; without it they stay untimed.
-  if (int64_t boot = bootTimeNs(); boot > 0) parse.boot_time_ns = boot;
+  if (boot_time_ns > 0) parse.boot_time_ns = boot_time_ns;
   parse.utc_offset_sec = cfg.utc_offset_set ? cfg.utc_offset_s : localUtcOffset();
   if (!cfg.utc_offset_set) parse.local_zone = systemZone();
   {

@@ -489,7 +489,8 @@ std::vector<std::string> checkTaxonomy(const RuleSet& rules) {
     if (in(r.category, {"cpu", "thermal", "power_supply", "system_board", "platform", "gpu_power"}) &&
         d != SubDomain::kHardware && !(d == SubDomain::kNone && !root))
       why.push_back(fmt::format("a {} rule is hardware", r.category));
-    if (r.category == "scheduler" && !in(subDomainName(d), {"infrastructure", "application", "none"}))
+    if (r.category == "scheduler" && d != SubDomain::kInfrastructure && d != SubDomain::kApplication &&
+        d != SubDomain::kNone)
       why.push_back("a scheduler rule is infrastructure (application for the job's own limits)");
     if (d == SubDomain::kNone && root) why.push_back("a root with sub_domain none decides nothing");
     // NVIDIA's catalogue: a part to check is hardware.

@@ -101,14 +101,22 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
       return std::nullopt;
     }
   }
-  for (const char* key : {"state", "exit_code"}) {
-    if (!b.contains(key)) continue;
-    if (!b[key].is_string() && !(std::string_view(key) == "exit_code" && b[key].is_number_unsigned())) {
-      *error = fmt::format("{} must be a string", key);
+  if (b.contains("state")) {
+    if (!b["state"].is_string()) {
+      *error = "state must be a string";
       return std::nullopt;
     }
-    (std::string_view(key) == "state" ? u.state : u.exit_code) =
-        b[key].is_string() ? b[key].get<std::string>() : std::to_string(b[key].get<uint64_t>());
+    u.state = b["state"].get<std::string>();
+  }
+  if (b.contains("exit_code")) {  // "1:0", or a bare unsigned exit code
+    if (b["exit_code"].is_string()) {
+      u.exit_code = b["exit_code"].get<std::string>();
+    } else if (b["exit_code"].is_number_unsigned()) {
+      u.exit_code = std::to_string(b["exit_code"].get<uint64_t>());
+    } else {
+      *error = "exit_code must be a string";
+      return std::nullopt;
+    }
   }
   if (!u.state.empty() && !slurmState(u.state)) {
     *error = fmt::format("state '{}' is not a Slurm job state (FAILED, COMPLETED, TIMEOUT, NODE_FAIL, "
