@@ -31,7 +31,12 @@ Key scalar(const char* name, T AgentConfig::*field, const char* help) {
           },
           [field, help](CLI::App& app, const std::string& flag, AgentConfig* c) {
             if constexpr (std::is_same_v<T, bool>) {
-              app.add_option(flag, c->*field, help)->expected(0, 1)->default_str("true");
+              // A bare `--flag` turns it on; `--flag false` off. The help states the real default,
+              // not the bare flag's value.
+              app.add_option(flag, c->*field, help)
+                  ->expected(0, 1)
+                  ->default_str("true")
+                  ->option_text(std::string("[BOOLEAN] (default: ") + (c->*field ? "true" : "false") + ")");
             } else {
               app.add_option(flag, c->*field, help);
             }

@@ -261,6 +261,7 @@ int main(int argc, char** argv) {
     so.rate_burst_bytes = cfg.rate_burst_bytes;
     so.zstd = cfg.compression == "zstd";
     so.zstd_level = cfg.compression_level;
+    so.key_file = cfg.hostname + ".pub";
     shipper = std::make_unique<Shipper>(io, zmq_ctx, clock, *spool, so, &log);
     if (!shipper->start(&error)) {
       std::fprintf(stderr, "faultline-agent: %s\n", error.c_str());

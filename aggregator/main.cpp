@@ -222,7 +222,9 @@ int main(int argc, char** argv) {
   vo.agent_timeout_ns = secs(agent_timeout);
   vo.final_timeout_ns = secs(final_timeout);
   VerdictEngine engine(*store, clock, loaded.rules, vo, &metrics);
+  RefusalLog refusals;  // the ingest endpoint's refused identities, listed by the API
   ApiOptions api_options;
+  api_options.refusals = &refusals;
   api_options.write_token = token;
   api_options.read_token = read_token;
   api_options.secure_cookie = !http_options.tls_cert_file.empty();
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
     eo.max_message_bytes = max_message_bytes;
     eo.legacy_ingest = ingest_legacy;
     eo.max_pass = ingest_pass;
+    eo.refusals = &refusals;
     endpoint = std::make_unique<ZmqEndpoint>(ingestor, metrics, clock, eo);
     if (!endpoint->start(&error)) {
       std::fprintf(stderr, "faultline-aggregator: ingest: %s\n", error.c_str());

@@ -379,8 +379,10 @@
     append(main, body);
     function load() {
       ready(false);
-      Promise.all([getJson("/agents"), getJson("/nodes"), getJson("/fleet/job-nodes?since=" + enc(recent))]).then(function (r) {
-        var agents = r[0].body, nodes = r[1].body, jobNodes = r[2].body;
+      // Refusals are this aggregator process's own (an older one answers 404: none listed).
+      var refusals = getJson("/agents/refusals").catch(function () { return {body: {refusals: []}}; });
+      Promise.all([getJson("/agents"), getJson("/nodes"), getJson("/fleet/job-nodes?since=" + enc(recent)), refusals]).then(function (r) {
+        var agents = r[0].body, nodes = r[1].body, jobNodes = r[2].body, refused = (r[3].body && r[3].body.refusals) || [];
         var nodeBy = {};
         nodes.forEach(function (n) { nodeBy[n.hostname] = n; });
         var withAgent = {};
@@ -426,6 +428,24 @@
           el("p", {class: "muted"}, agents.length + " agent(s); " + dead + " node(s) without a live agent, " + recentDead +
             " of them in jobs since " + recent + " (listed first)"),
           el("div", {class: "scroll"}, t.table)));
+        if (refused.length) {
+          // Why an agent may be missing above: who was refused, from where, and what to check.
+          var rt = V.table("refusals", ["last", "peer", "reason", "key or host", "count", "detail", "what to check"]);
+          refused.forEach(function (x) {
+            append(rt.body, el("tr", {"data-reason": x.reason},
+              el("td", {class: "nowrap small", title: "first " + V.fmtTime(x.first)}, ago(x.last)),
+              el("td", {class: "mono small"}, x.peer || "unknown"),
+              el("td", null, el("span", {class: "pill-dead"}, x.reason)),
+              el("td", {class: "mono small"}, x.key ? "key " + x.key : x.host),
+              el("td", {class: "num"}, String(x.count)),
+              el("td", {class: "small"}, x.detail),
+              el("td", {class: "small"}, x.hint)));
+          });
+          append(body, el("section", {class: "card"},
+            el("h2", null, "Refused connections"),
+            el("p", {class: "muted"}, "identities the ingest endpoint refused since this aggregator started"),
+            el("div", {class: "scroll"}, rt.table)));
+        }
         ready(true);
       }).catch(function (e) { clear(body); showError(body, e); });
     }

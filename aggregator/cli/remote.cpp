@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -34,14 +36,25 @@ constexpr const char* kDefaultServer = "http://127.0.0.1:8470";
 constexpr const char* kLocalToken = "local-db-write";
 
 
-std::string readToken(const RemoteOptions& o) {
+// The bearer token: --token, $FAULTLINE_TOKEN, or the first line of --token-file. nullopt (and
+// *error) when a token file was named but cannot be read or is empty: sending no token would
+// only come back as the server's "missing bearer token".
+std::optional<std::string> readToken(const RemoteOptions& o, std::string* error) {
   if (!o.token.empty()) return o.token;
   if (const char* env = std::getenv("FAULTLINE_TOKEN")) return env;
   if (o.token_file.empty()) return "";
   std::ifstream in(o.token_file);
+  if (!in) {
+    *error = "cannot read the token file " + o.token_file + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
   std::string t;
   std::getline(in, t);
   while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  if (t.empty()) {
+    *error = "the token file " + o.token_file + " is empty";
+    return std::nullopt;
+  }
   return t;
 }
 
@@ -74,7 +87,13 @@ std::optional<HttpResult> call(const RemoteOptions& o, const std::string& method
   std::string server = o.server;
   if (server.empty()) server = std::getenv("FAULTLINE_SERVER") ? std::getenv("FAULTLINE_SERVER") : kDefaultServer;
   // The token goes with reads too: an aggregator beyond loopback may require one for them.
-  auto r = aggregator::httpCall(server, method, target, body, readToken(o),
+  auto token = readToken(o, &error);
+  if (!token) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    *rc = kUsage;
+    return std::nullopt;
+  }
+  auto r = aggregator::httpCall(server, method, target, body, *token,
                                 std::chrono::milliseconds(static_cast<int64_t>(o.timeout_sec * 1000)), &error,
                                 caFile(o));
   if (!r) {
@@ -432,6 +451,8 @@ void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
 
   o.cmds.agents = app.add_subcommand("agents", "agents: last heartbeat, versions, per-source status");
   json_flag(o.cmds.agents);
+  o.cmds.agents->add_flag("--refusals", o.refusals,
+                          "only the identities the ingest endpoint refused (unknown key, wrong server key, ...)");
 }
 
 int runRemoteCommands(CLI::App&, RemoteOptions& o) {
@@ -474,8 +495,22 @@ int runRemoteCommands(CLI::App&, RemoteOptions& o) {
     return j ? print(o, *j, aggregator::renderSymptoms) : rc;
   }
   if (*o.cmds.agents) {
+    if (o.refusals) {
+      auto r = getJson(o, "/agents/refusals", &rc);
+      return r ? print(o, *r, aggregator::renderRefusals) : rc;
+    }
     auto j = getJson(o, "/agents", &rc);
-    return j ? print(o, *j, aggregator::renderAgents) : rc;
+    if (!j) return rc;
+    if (o.json) return print(o, *j, aggregator::renderAgents);
+    std::cout << aggregator::renderAgents(*j);
+    // Why an agent may be missing from the table (an aggregator without ingest answers 404).
+    int refusals_rc = kOk;
+    if (auto r = call(o, "GET", "/agents/refusals", "", &refusals_rc); r && r->status == 200) {
+      json refusals = json::parse(r->body, nullptr, false);
+      if (refusals.is_object() && !refusals.value("refusals", json::array()).empty())
+        std::cout << "\n" << aggregator::renderRefusals(refusals);
+    }
+    return kOk;
   }
   return -1;
 }

@@ -35,6 +35,7 @@ struct RemoteOptions {
   bool rank = false;
   size_t min_jobs = 1;
   bool history = false;
+  bool refusals = false;  // agents --refusals
   // job events
   std::string job_id, host, nodelist, exit_code, time, start_time, import_file;
   int ntasks_per_node = 0;

@@ -105,7 +105,9 @@ std::optional<HttpResponse> Api::refuseWrite(const HttpRequest& request) {
   if (options_.write_token.empty()) return error(403, "write endpoints are disabled (no token configured)");
   if (!writeAuthorized(request.authorization)) {
     metrics_.add("faultline_http_unauthorized_total");
-    return error(401, "bad or missing bearer token");
+    if (request.authorization.empty())
+      return error(401, "missing bearer token: job events need the aggregator's write token (faultline --token-file FILE)");
+    return error(401, "bad bearer token: it is not the aggregator's write token (--token-file)");
   }
   return std::nullopt;
 }
@@ -159,7 +161,9 @@ std::optional<HttpResponse> Api::refuseRead(const HttpRequest& request, const st
     r.body = "faultline: this dashboard needs its read token: open /ui/?token=TOKEN once (it is then kept in a cookie).\n";
     return r;
   }
-  return error(401, "bad or missing bearer token (reads need the read token)");
+  if (request.authorization.empty())
+    return error(401, "missing bearer token: reads need the aggregator's read token (faultline --token-file FILE)");
+  return error(401, "bad bearer token: reads need the aggregator's read token (or its write token)");
 }
 
 HttpResponse Api::jobOutput(const HttpRequest& request, const std::string& job_id) {
@@ -405,6 +409,7 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     }
   }
   if (path == "/agents") return jsonResponse(200, queryAgents(q));
+  if (path == "/agents/refusals") return jsonResponse(200, queryRefusals(options_.refusals));
   if (path == "/symptoms") {
     auto s = since("");
     if (!s) return bad_since();

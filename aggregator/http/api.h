@@ -15,6 +15,7 @@
 
 #include "aggregator/clock.h"
 #include "aggregator/http/ui_reader.h"
+#include "aggregator/ingest/refusals.h"
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
 #include "aggregator/verdicts/verdict_engine.h"
@@ -51,6 +52,8 @@ struct ApiOptions {
   // Whether this replica judges jobs itself (the leader, store/leader.h); unset = always. A
   // replica that does not lead stores a job's end and leaves the verdict to the leader's tick.
   std::function<bool()> leads;
+  // The ingest endpoint's refused identities, served at GET /agents/refusals (null: none here).
+  const RefusalLog* refusals = nullptr;
 };
 
 class Api {

@@ -9,12 +9,13 @@ Ingestor::Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::D
   metrics_.describe("faultline_rejects_total", "messages rejected, by reason");
 }
 
-IngestResult Ingestor::reject(std::string reason) {
+IngestResult Ingestor::reject(std::string reason, std::string detail) {
   metrics_.add("faultline_rejects_total", "reason", reason);
   metrics_.add("faultline_batches_total", "result", "rejected");
   IngestResult r;
   r.status = IngestResult::Status::kRejected;
   r.reason = std::move(reason);
+  r.detail = std::move(detail);
   return r;
 }
 
@@ -38,11 +39,11 @@ bool Ingestor::endGroup() {
 
 IngestResult Ingestor::ingestBytes(std::string_view payload, std::string_view authenticated_agent,
                                    std::string_view authenticated_host, uint64_t* sequence) {
-  std::string reason;
-  auto batch = common::decodeBatch(payload.data(), payload.size(), &reason, limits_);
-  if (!batch) return reject("decode: " + reason);
-  if (sequence) *sequence = batch->header.sequence;
-  if (!authenticated_host.empty() && batch->header.hostname != authenticated_host) return reject("hostname mismatch");
+  uint64_t seq = 0;
+  IngestResult rejected;
+  auto batch = decodeBatch(payload, authenticated_host, &seq, &rejected);
+  if (sequence) *sequence = seq;
+  if (!batch) return rejected;
   return ingest(*batch, authenticated_agent);
 }
 
@@ -52,7 +53,9 @@ IngestResult Ingestor::ingestRelayBytes(std::string_view payload, std::string_vi
   auto batch = common::decodeRelayBatch(payload.data(), payload.size(), &reason, limits_);
   if (!batch) return reject("relay: decode: " + reason);
   if (sequence) *sequence = batch->sequence;
-  if (batch->site_id != authenticated_site) return reject("relay: site mismatch");
+  if (batch->site_id != authenticated_site)
+    return reject("relay: site mismatch", "batch names site " + batch->site_id + ", key filed as relays/" +
+                                              std::string(authenticated_site) + ".pub");
   int64_t t0 = clock_.steadyNs();
   auto r = store_.ingestRelay(*batch, authenticated_site);
   if (r.status == IngestResult::Status::kRejected) return reject(r.reason);
@@ -76,7 +79,7 @@ std::optional<common::SymptomBatchData> Ingestor::decodeBatch(std::string_view p
   }
   *sequence = batch->header.sequence;
   if (!authenticated_host.empty() && batch->header.hostname != authenticated_host) {
-    *rejected = reject("hostname mismatch");
+    *rejected = reject("hostname mismatch", "batch claims " + batch->header.hostname);
     return std::nullopt;
   }
   return batch;

@@ -54,7 +54,7 @@ class Ingestor {
   bool othersWaiting() const;
 
  private:
-  IngestResult reject(std::string reason);
+  IngestResult reject(std::string reason, std::string detail = "");
   IngestResult counted(int64_t t0, IngestResult r);
 
   Store& store_;

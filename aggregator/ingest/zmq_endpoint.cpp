@@ -1,9 +1,13 @@
 #include "aggregator/ingest/zmq_endpoint.h"
 
+#include <arpa/inet.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <map>
 
 #include "common/protocol.h"
 
@@ -12,12 +16,30 @@ namespace faultline::aggregator {
 namespace {
 
 constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
+constexpr char kMonitorEndpoint[] = "inproc://faultline-ingest-monitor";
 constexpr int64_t kMinuteNs = 60'000'000'000;
 
 std::string printable(std::string_view id) {
   std::string out;
   for (char c : id.substr(0, 64)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   return out;
+}
+
+// The remote address of an open socket ("10.1.2.3", "::1"), "" when it is gone.
+std::string peerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* addr = ss.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr)
+                                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr);
+  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return "";
+  return ::inet_ntop(ss.ss_family, addr, text, sizeof text) ? text : "";
+}
+
+bool powerOfTen(uint64_t n) {
+  while (n >= 10 && n % 10 == 0) n /= 10;
+  return n == 1;
 }
 
 HeartbeatInfo toInfo(const common::HeartbeatData& hb) {
@@ -64,12 +86,19 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
   metrics_.describe("faultline_relay_batches_total", "site relay batches received, by result");
   metrics_.describe("faultline_relay_verdicts_total", "verdict revisions received from site relays");
   metrics_.describe("faultline_relay_symptoms_total", "symptom summaries received from site relays");
+  metrics_.describe("faultline_refusals_total",
+                    "identities refused at the ingest endpoint (unknown key, wrong server key, not CURVE, protocol "
+                    "error, hostname or site mismatch), by reason");
 }
 
 ZmqEndpoint::~ZmqEndpoint() {
   stopStore();  // run() has done it, unless it never ran or left by an exception
+  stop_ = true;
+  if (monitor_thread_.joinable()) monitor_thread_.join();
   if (wake_fd_ >= 0) ::close(wake_fd_);
   // Sockets before the context: context_t's destructor waits for open sockets.
+  if (router_ && monitor_) zmq_socket_monitor(router_->handle(), nullptr, 0);
+  monitor_.reset();
   router_.reset();
   zap_.reset();
 }
@@ -107,11 +136,21 @@ bool ZmqEndpoint::start(std::string* error) {
     // A fleet reconnecting at once (an aggregator restart with 2,000 agents) overflows the
     // default listen backlog of 100: connects are refused and retried for seconds.
     router_->set(zmq::sockopt::backlog, 4096);
+    // Handshakes that fail before ZAP (a HELLO that does not open with our key) are seen only
+    // here; ACCEPTED carries the connection's fd, whose peer the monitor thread reads.
+    if (zmq_socket_monitor(router_->handle(), kMonitorEndpoint,
+                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
+      throw zmq::error_t();
+    monitor_ = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::pair);
+    monitor_->set(zmq::sockopt::linger, 0);
+    monitor_->connect(kMonitorEndpoint);
     router_->bind(options_.endpoint);
     std::lock_guard lock(endpoint_mu_);
     endpoint_ = router_->get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
     *error = options_.endpoint + ": " + e.what();
+    if (router_ && monitor_) zmq_socket_monitor(router_->handle(), nullptr, 0);
+    monitor_.reset();
     router_.reset();
     zap_.reset();
     return false;
@@ -158,6 +197,7 @@ void ZmqEndpoint::run() {
     }
   }
   const bool pipelined = store_thread_.joinable();
+  if (monitor_ && !monitor_thread_.joinable()) monitor_thread_ = std::thread([this] { monitorLoop(); });
   while (!stop_) {
     if (reload_requested_.exchange(false)) reload();
     zmq::pollitem_t items[] = {{zap_->handle(), 0, ZMQ_POLLIN, 0},
@@ -182,6 +222,63 @@ void ZmqEndpoint::run() {
     }
   }
   stopStore();
+  if (monitor_thread_.joinable()) monitor_thread_.join();
+}
+
+// Each event is two frames: [u16 event, u32 value] and the endpoint. A CURVE server that cannot
+// open a HELLO (the client was given another server key) reports HANDSHAKE_FAILED_PROTOCOL with
+// ZMTP_CRYPTOGRAPHIC and then, at once, DISCONNECTED with the connection's fd: the failure is
+// recorded on that DISCONNECTED, with the address read at ACCEPTED (libzmq 4.3's monitor names
+// only our own endpoint). ZAP's refusals are recorded by handleZap, not here. A peer that closes
+// or resets during the handshake (HANDSHAKE_FAILED_NO_DETAIL) is not listed: a TCP health check
+// looks the same, and a client that refused us says so in its own log.
+void ZmqEndpoint::monitorLoop() {
+  std::map<int, std::string> peers;  // open connections' fds -> address
+  std::optional<uint32_t> failed;    // the protocol error waiting for its DISCONNECTED
+  while (!stop_) {
+    zmq::pollitem_t item{monitor_->handle(), 0, ZMQ_POLLIN, 0};
+    try {
+      if (zmq::poll(&item, 1, std::chrono::milliseconds(options_.poll_ms)) <= 0) continue;
+      zmq::message_t head, where;
+      while (monitor_->recv(head, zmq::recv_flags::dontwait)) {
+        if (head.more()) (void)monitor_->recv(where, zmq::recv_flags::dontwait);
+        if (head.size() < 6) continue;
+        uint16_t event = 0;
+        uint32_t value = 0;
+        std::memcpy(&event, head.data(), sizeof event);
+        std::memcpy(&value, static_cast<const char*>(head.data()) + 2, sizeof value);
+        if (event == ZMQ_EVENT_ACCEPTED) {
+          peers[static_cast<int>(value)] = peerAddress(static_cast<int>(value));
+        } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+          failed = value;
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
+          auto it = peers.find(static_cast<int>(value));
+          std::string peer = it == peers.end() ? "" : it->second;
+          if (it != peers.end()) peers.erase(it);
+          if (!failed) continue;
+          Refusal r;
+          char code[16];
+          std::snprintf(code, sizeof code, "0x%08x", *failed);
+          if (*failed == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) {
+            r.reason = "wrong server key";
+            r.detail = "its CurveZMQ HELLO does not open with this aggregator's key";
+          } else if (*failed == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+            r.reason = "not CURVE";
+            r.detail = "its ZMTP greeting names another security mechanism";
+          } else {
+            r.reason = "protocol error";
+            r.detail = std::string("ZMTP protocol error ") + code;
+          }
+          r.peer = peer;
+          failed.reset();
+          refuse(r, false);
+        }
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) break;
+      logLine(std::string("faultline-aggregator: ingest: zmq monitor: ") + e.what());
+    }
+  }
 }
 
 // ZAP (RFC 27): [version, request id, domain, address, identity, mechanism, credentials...];
@@ -207,10 +304,19 @@ void ZmqEndpoint::handleZap() {
       text = "OK";
       user = it->second;
     } else {
-      reject("unknown key", address, std::string("key ") + z85);
+      Refusal r;
+      r.reason = "unknown key";
+      r.peer = address;
+      r.key = z85;
+      refuse(r, false);
     }
   } else {
-    reject("unauthenticated", address, "mechanism not CURVE");
+    ingestor_.countReject("unauthenticated");
+    Refusal r;
+    r.reason = "not CURVE";
+    r.peer = address;
+    r.detail = "mechanism " + (req.size() > 5 ? printable(req[5].to_string_view()) : std::string("?"));
+    refuse(r, true);
   }
   zap_->send(zmq::buffer(version.empty() ? std::string("1.0") : version), zmq::send_flags::sndmore);
   zap_->send(zmq::buffer(request_id), zmq::send_flags::sndmore);
@@ -266,7 +372,10 @@ void ZmqEndpoint::fillPass(Pass& pass) {
       IngestResult rejected;
       it.batch = ingestor_.decodeBatch(it.s->plain.payload, it.s->host, &it.sequence, &rejected);
       if (!it.batch) {
-        reject("", it.s->who, rejected.reason);
+        if (rejected.reason == "hostname mismatch")
+          refuse({rejected.reason, it.s->peer, "", it.s->host, rejected.detail}, true);
+        else
+          reject("", it.s->who, rejected.reason);
         continue;
       }
       it.payloads = Store::payloadsFor(*it.batch);
@@ -415,6 +524,8 @@ bool ZmqEndpoint::screen(std::vector<zmq::message_t>& frames, Screened* s) {
   if (frames.size() > 1) {
     const char* uid = zmq_msg_gets(frames[1].handle(), "User-Id");
     if (uid) s->host = uid;
+    const char* peer = zmq_msg_gets(frames[1].handle(), "Peer-Address");
+    if (peer) s->peer = peer;
   }
   s->who = s->host.empty() ? printable(s->routing_id) : s->host;
   const std::string& who = s->who;
@@ -460,8 +571,10 @@ void ZmqEndpoint::dispatch(Screened& s, Outcome& out) {
     auto r = relay ? ingestor_.ingestRelayBytes(payload, std::string_view(host).substr(kRelayPrefix.size()), &sequence)
                    : ingestor_.ingestBytes(payload, routing_id, host, &sequence);
     if (r.status == IngestResult::Status::kRejected) {
-      // Counted by the Ingestor; only logged here.
-      return note(out, "", who, r.reason);
+      // Counted by the Ingestor; only logged here (refusals also listed).
+      if (r.reason == "hostname mismatch" || r.reason == "relay: site mismatch")
+        return refuse({r.reason, s.peer, "", host, r.detail}, true);
+      return note(out, "", who, r.reason + (r.detail.empty() ? "" : " (" + r.detail + ")"));
     }
     // Acked once the pass's group is committed.
     out.acks.emplace_back(routing_id, common::encodeAck({routing_id, sequence}));
@@ -471,8 +584,10 @@ void ZmqEndpoint::dispatch(Screened& s, Outcome& out) {
     std::string reason;
     auto hb = common::decodeHeartbeat(payload, &reason);
     if (!hb) return note(out, "heartbeat: decode: " + reason, who);
-    if (hb->hostname != host)
-      return note(out, "heartbeat: hostname mismatch", who, "claims " + printable(hb->hostname));
+    if (hb->hostname != host) {
+      ingestor_.countReject("heartbeat: hostname mismatch");
+      return refuse({"hostname mismatch", s.peer, "", host, "heartbeat claims " + printable(hb->hostname)}, true);
+    }
     if (!ingestor_.heartbeat(toInfo(*hb), routing_id, &reason)) return note(out, "", who, "heartbeat: " + reason);
     return;
   }
@@ -496,7 +611,23 @@ void ZmqEndpoint::note(Outcome& out, const std::string& reason, const std::strin
   out.logs.push_back(rejectLine(reason, who, detail));
 }
 
+void ZmqEndpoint::refuse(const Refusal& r, bool counted) {
+  if (!counted) ingestor_.countReject(r.reason);
+  metrics_.add("faultline_refusals_total", "reason", r.reason);
+  const uint64_t n = options_.refusals ? options_.refusals->record(r, clock_.nowNs()) : 1;
+  if (!powerOfTen(n)) return;
+  std::string line = "faultline-aggregator: ingest: refused " + (r.peer.empty() ? std::string("a peer") : r.peer);
+  if (!r.host.empty()) line += " (key of " + r.host + ")";
+  line += ": " + r.reason;
+  if (!r.key.empty()) line += ", key " + r.key;
+  if (!r.detail.empty()) line += ", " + r.detail;
+  if (n > 1) line += " (" + std::to_string(n) + " times)";
+  if (auto hint = refusalHint(r.reason); !hint.empty()) line += " — " + hint;
+  logLine(line);
+}
+
 void ZmqEndpoint::logLine(const std::string& line) {
+  std::lock_guard lock(log_mu_);
   int64_t now = clock_.steadyNs();
   if (now - log_window_start_ns_ >= kMinuteNs) {
     if (log_suppressed_)

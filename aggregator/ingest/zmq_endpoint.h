@@ -4,7 +4,11 @@
 // checked — frame count, size, type, decode limits, the claimed hostname against the
 // authenticated one — before the Ingestor stores it; a batch is acked after it is committed (or
 // found already stored). A bad message is rejected, counted in faultline_rejects_total{reason},
-// logged (rate limited), and the loop goes on.
+// logged (rate limited), and the loop goes on. A refused identity — a handshake ZAP denied, one
+// that failed before ZAP (the peer's curve_server_public_key is not ours: a ZeroMQ socket monitor
+// sees it, on a thread of its own so the peer's address is read while its connection is open), a
+// key speaking for another host or site — is also counted in faultline_refusals_total{reason} and
+// listed in the RefusalLog (refusals.h) with the peer's address and key.
 //
 // Threading: start() on any thread; then run() blocks the calling thread (normally a dedicated
 // one) until stop(). stop(), requestReload() and endpoint() are thread-safe. The endpoint owns
@@ -30,6 +34,7 @@
 #include "aggregator/clock.h"
 #include "aggregator/ingest/allow_list.h"
 #include "aggregator/ingest/ingestor.h"
+#include "aggregator/ingest/refusals.h"
 #include "aggregator/metrics/metrics.h"
 #include "common/protocol.h"
 
@@ -49,8 +54,11 @@ struct ZmqEndpointOptions {
   // inside the group, at most 256 per pass (kept as the bench's peer).
   bool legacy_ingest = false;
   int max_pass = 1024;
-  // Where log lines go (default: stderr).
+  // Where log lines go (default: stderr). Called from the ingest thread and the monitor thread,
+  // one line at a time.
   std::function<void(const std::string&)> log;
+  // Where refusals are listed (may be null: counted and logged only). Must outlive the endpoint.
+  RefusalLog* refusals = nullptr;
 };
 
 class ZmqEndpoint {
@@ -79,7 +87,7 @@ class ZmqEndpoint {
   // The checks every message gets before its type matters (authenticated host, frame count,
   // size, received bytes, zstd, relay key vs type). false: rejected (counted, logged).
   struct Screened {
-    std::string routing_id, host, who;
+    std::string routing_id, host, who, peer;  // peer: the connection's address ("Peer-Address")
     common::UnwrappedPayload plain;
     bool relay = false;
   };
@@ -124,6 +132,11 @@ class ZmqEndpoint {
   void note(Outcome& out, const std::string& reason, const std::string& who, const std::string& detail = "");
   static std::string rejectLine(const std::string& reason, const std::string& who, const std::string& detail);
   void logLine(const std::string& line);
+  // A refused identity: counted (faultline_refusals_total, and faultline_rejects_total unless the
+  // Ingestor counted it), listed, logged with its hint when new (and at 10, 100, ... repeats).
+  void refuse(const Refusal& r, bool counted);
+  // The monitor thread: the router's ZeroMQ events until stop.
+  void monitorLoop();
 
   Ingestor& ingestor_;
   Metrics& metrics_;
@@ -132,6 +145,8 @@ class ZmqEndpoint {
   zmq::context_t ctx_;
   std::unique_ptr<zmq::socket_t> zap_;
   std::unique_ptr<zmq::socket_t> router_;
+  std::unique_ptr<zmq::socket_t> monitor_;  // PAIR: the router's events; the monitor thread's once run() starts
+  std::thread monitor_thread_;
   AllowList allow_;  // run() thread only (and start())
   std::atomic<bool> stop_{false};
   std::atomic<bool> reload_requested_{false};
@@ -148,7 +163,8 @@ class ZmqEndpoint {
   bool store_done_ = false;           // store_pass_ is stored, its outcome waits
   bool store_quit_ = false;
   int wake_fd_ = -1;
-  // Rate limit for log lines (run() thread): a window of one minute on the steady clock.
+  // Rate limit for log lines: a window of one minute on the steady clock (under log_mu_).
+  std::mutex log_mu_;
   int64_t log_window_start_ns_ = 0;
   int log_in_window_ = 0;
   uint64_t log_suppressed_ = 0;

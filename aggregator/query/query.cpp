@@ -222,6 +222,22 @@ json queryAgents(const QueryContext& q) {
   return out;
 }
 
+json queryRefusals(const RefusalLog* log) {
+  json list = json::array();
+  if (log)
+    for (const auto& r : log->recent())
+      list.push_back({{"reason", r.reason},
+                      {"peer", r.peer},
+                      {"key", r.key},
+                      {"host", r.host},
+                      {"detail", r.detail},
+                      {"first", timeOrNull(r.first_ns)},
+                      {"last", timeOrNull(r.last_ns)},
+                      {"count", r.count},
+                      {"hint", refusalHint(r.reason)}});
+  return {{"total", log ? log->total() : 0}, {"refusals", std::move(list)}};
+}
+
 json queryFleet(const QueryContext& q, int64_t since_ns, size_t min_jobs) {
   return toJson(rankFleet(q.store, since_ns, 0, min_jobs));
 }

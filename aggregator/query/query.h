@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aggregator/ingest/refusals.h"
 #include "aggregator/store/store.h"
 
 namespace faultline::aggregator {
@@ -35,6 +36,9 @@ nlohmann::json queryNodes(const QueryContext& q);
 nlohmann::json queryNode(const QueryContext& q, const std::string& hostname, int64_t since_ns);
 nlohmann::json querySymptoms(const QueryContext& q, const SymptomFilter& filter);
 nlohmann::json queryAgents(const QueryContext& q);
+// GET /agents/refusals: {"total": N, "refusals": [...]} (refusals.h), most recent first; `log`
+// may be null (no ingest endpoint in this process): an empty list.
+nlohmann::json queryRefusals(const RefusalLog* log);
 nlohmann::json queryFleet(const QueryContext& q, int64_t since_ns, size_t min_jobs);
 
 }  // namespace faultline::aggregator

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace faultline::aggregator {
 
 using nlohmann::json;
@@ -133,12 +135,34 @@ std::string renderAgents(const json& agents) {
     for (const auto& s : a["sources"])
       sources += (sources.empty() ? "" : ",") + s.value("source", "") + ":" + s.value("status", "");
     rows.push_back({str(a, "hostname"), str(a, "agent_id"), a.value("live", false) ? "live" : "SILENT",
-                    str(a, "last_heartbeat"), str(a, "agent_version"), str(a, "ruleset_version"),
+                    str(a, "last_heartbeat"), str(a, "last_batch"), str(a, "agent_version"), str(a, "ruleset_version"),
                     std::to_string(a.value("spool_batches", 0)), std::to_string(a.value("dropped_symptoms", 0)),
                     sources.empty() ? "-" : sources});
   }
   if (rows.empty()) return "no agents\n";
-  return table({"HOST", "AGENT", "STATE", "LAST_HEARTBEAT", "VERSION", "RULESET", "SPOOLED", "DROPPED", "SOURCES"}, rows);
+  return table({"HOST", "AGENT", "STATE", "LAST_HEARTBEAT", "LAST_BATCH", "VERSION", "RULESET", "SPOOLED", "DROPPED",
+                "SOURCES"},
+               rows);
+}
+
+std::string renderRefusals(const json& r) {
+  const auto& list = r.contains("refusals") ? r["refusals"] : json::array();
+  if (list.empty()) return "no refused connections since the aggregator started\n";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> reasons;
+  std::string hints;
+  for (const auto& e : list) {
+    std::string who = str(e, "host");
+    if (str(e, "key") != "-") who = "key " + str(e, "key");
+    rows.push_back({str(e, "last"), str(e, "peer"), str(e, "reason"), who, std::to_string(e.value("count", 0)),
+                    str(e, "detail")});
+    std::string reason = str(e, "reason");
+    if (std::find(reasons.begin(), reasons.end(), reason) != reasons.end() || str(e, "hint") == "-") continue;
+    reasons.push_back(reason);
+    hints += fmt::format("  {}: {}\n", reason, str(e, "hint"));
+  }
+  return fmt::format("refused connections ({} since the aggregator started):\n", r.value("total", 0)) +
+         table({"LAST", "PEER", "REASON", "KEY_OR_HOST", "COUNT", "DETAIL"}, rows) + "what to check:\n" + hints;
 }
 
 std::string renderFleet(const json& f) {

@@ -33,6 +33,7 @@ Relay::Relay(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& cloc
       timer_(io) {
   options_.shipper.batch_type = "relay";
   options_.shipper.log_name = "faultline-aggregator: relay";
+  options_.shipper.key_file = "relays/" + options_.collect.site_id + ".pub";
   shipper_ = std::make_unique<uplink::Shipper>(io, zmq, clock, outbox_, options_.shipper, &log_);
   if (metrics_) {
     metrics_->describe("faultline_relay_collected_batches_total", "relay batches packed into the outbox");

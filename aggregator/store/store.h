@@ -49,6 +49,7 @@ struct IngestResult {
   enum class Status { kStored, kDuplicate, kRejected };
   Status status = Status::kRejected;
   std::string reason;         // why rejected ("agent id mismatch", "store: disk I/O error", ...)
+  std::string detail;         // what the message claimed, for the log ("batch names site edge2"); not a metric label
   size_t symptoms = 0;        // stored by this call
   int64_t last_symptom_id = 0;  // the highest symptom id the call wrote (ingestBatches: the whole run's)
 };

@@ -15,9 +15,20 @@ using common::kZstdSuffix;
 Shipper::Shipper(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& clock, Outbox& outbox,
                  ShipperOptions options, Logger* log)
     : io_(io), zmq_(zmq), clock_(clock), outbox_(outbox), options_(std::move(options)), log_(log),
-      fd_(io), monitor_fd_(io), tick_timer_(io), throttle_timer_(io),
+      fd_(io), monitor_fd_(io), tick_timer_(io), throttle_timer_(io), retry_timer_(io),
       bucket_(options_.rate_bytes_per_sec, options_.rate_burst_bytes, clock.steadyNs()),
-      in_flight_(options_.ack_timeout_ns, options_.ack_timeout_max_ns) {}
+      in_flight_(options_.ack_timeout_ns, options_.ack_timeout_max_ns),
+      link_(clock,
+            LinkWatch::Options{.name = options_.log_name,
+                               .key_file = options_.key_file,
+                               .curve = !options_.curve_server_key.empty(),
+                               .unreachable_after_ns = options_.unreachable_after_ns},
+            [this](int priority, const std::string& line) {
+              if (options_.link_log) options_.link_log(priority, line);
+              else if (log_ && priority <= 3) log_->error("{}", line);
+              else if (log_ && priority == 4) log_->warn("{}", line);
+              else if (log_) log_->info("{}", line);
+            }) {}
 
 Shipper::~Shipper() { stop(); }
 
@@ -50,7 +61,10 @@ bool Shipper::start(std::string* error) {
     static std::atomic<uint64_t> monitors{0};
     const std::string monitor_ep = "inproc://faultline-shipper-monitor-" + std::to_string(++monitors);
     if (zmq_socket_monitor(socket_->handle(), monitor_ep.c_str(),
-                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_CONNECTED |
+                               ZMQ_EVENT_CONNECT_DELAYED | ZMQ_EVENT_CONNECT_RETRIED |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
       throw zmq::error_t();
     monitor_ = std::make_unique<zmq::socket_t>(zmq_, zmq::socket_type::pair);
     monitor_->set(zmq::sockopt::linger, 0);
@@ -80,6 +94,7 @@ void Shipper::stop() {
   stopped_ = true;
   tick_timer_.cancel();
   throttle_timer_.cancel();
+  retry_timer_.cancel();
   releaseSockets();
 }
 
@@ -140,10 +155,14 @@ void Shipper::processMonitor() {
     while (monitor_->get(zmq::sockopt::events) & ZMQ_POLLIN) {
       zmq::message_t head, endpoint;
       if (!monitor_->recv(head, zmq::recv_flags::dontwait)) break;
-      if (head.more()) (void)monitor_->recv(endpoint, zmq::recv_flags::dontwait);  // not needed
-      if (head.size() < 2) continue;
+      if (head.more()) (void)monitor_->recv(endpoint, zmq::recv_flags::dontwait);
+      if (head.size() < 6) continue;
       uint16_t event = 0;
+      uint32_t value = 0;
       std::memcpy(&event, head.data(), sizeof event);
+      std::memcpy(&value, static_cast<const char*>(head.data()) + sizeof event, sizeof value);
+      link_.onEvent(event, value, endpoint.to_string());
+      if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) armRefusedRetry();
       lost = lost || event == ZMQ_EVENT_DISCONNECTED;
       up = up || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
     }
@@ -165,6 +184,29 @@ void Shipper::processMonitor() {
     held_ = false;
     kick();
   }
+}
+
+void Shipper::armRefusedRetry() {
+  if (retry_armed_ || stopped_ || options_.refused_retry_ms <= 0) return;
+  retry_armed_ = true;
+  retry_timer_.expires_after(std::chrono::milliseconds(options_.refused_retry_ms));
+  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    retry_armed_ = false;
+    if (ec || stopped_ || !socket_) return;
+    for (const auto& ep : options_.endpoints) {
+      if (link_.state(ep) == LinkWatch::State::kUp) continue;
+      try {
+        socket_->disconnect(ep);
+      } catch (const zmq::error_t&) {
+        // Not connected any more: connect() below is all it takes.
+      }
+      try {
+        socket_->connect(ep);
+      } catch (const zmq::error_t& e) {
+        if (log_) log_->warn("{}: {}: reconnect: {}", options_.log_name, ep, e.what());
+      }
+    }
+  });
 }
 
 void Shipper::armTick() {

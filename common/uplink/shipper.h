@@ -15,7 +15,8 @@
 // Threading: everything runs on the io_context thread; the zmq socket's ZMQ_FD is waited on with
 // a stream_descriptor (edge-triggered: ZMQ_EVENTS is re-checked after every send and receive). A
 // socket monitor (inproc PAIR, its own ZMQ_FD) reports disconnects — every batch out goes again —
-// and finished handshakes — sending resumes at once instead of at the next tick.
+// and finished handshakes — sending resumes at once instead of at the next tick — and tells the
+// LinkWatch why a link cannot be made (a refused key, a wrong server key, an unreachable endpoint).
 // The zmq::context_t and Outbox must outlive the Shipper. No exception leaves a handler: zmq
 // errors are counted and logged.
 #pragma once
@@ -24,6 +25,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +33,7 @@
 
 #include "common/clock.h"
 #include "common/uplink/in_flight.h"
+#include "common/uplink/link_watch.h"
 #include "common/uplink/outbox.h"
 #include "common/uplink/token_bucket.h"
 
@@ -61,6 +64,15 @@ struct ShipperOptions {
   // when that is smaller (tiny heartbeats often are not). The spool keeps the packed bytes.
   bool zstd = false;
   int zstd_level = 3;
+  // Why the link cannot be made (link_watch.h): what the aggregator files this sender's key as,
+  // how long connects may fail before a line, and where the lines go (default: the Logger).
+  std::string key_file = "HOST.pub";
+  int64_t unreachable_after_ns = 30'000'000'000;
+  // After a refused key or a handshake protocol error libzmq (4.3) does not reconnect by itself:
+  // the endpoints are disconnected and connected again this often, so a key filed on the
+  // aggregator afterwards gets in without restarting the sender.
+  int refused_retry_ms = 30000;
+  std::function<void(int, const std::string&)> link_log;
 };
 
 struct ShipperStats {
@@ -98,6 +110,8 @@ class Shipper {
   void processIncoming();
 
   const ShipperStats& stats() const { return stats_; }
+  // The state of the link to each endpoint, as the socket's events tell it.
+  const LinkWatch& link() const { return link_; }
   size_t inFlight() const { return in_flight_.size(); }
   // What a batch sent now waits for its ack before it may go again.
   int64_t ackTimeoutNs() const { return in_flight_.timeoutNs(); }
@@ -109,6 +123,8 @@ class Shipper {
   void processMonitor();
   void armTick();
   void armThrottle(int64_t wait_ns);
+  // A refused handshake: connect the endpoints that are not up again after refused_retry_ms.
+  void armRefusedRetry();
   bool sendFrames(std::string_view type, const std::string& payload);
   // Sends `packed` as `type` or `type+zstd`; returns the bytes sent (0: not queued).
   size_t sendMessage(const std::string& type, const std::string& packed);
@@ -125,6 +141,8 @@ class Shipper {
   boost::asio::posix::stream_descriptor monitor_fd_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer throttle_timer_;
+  boost::asio::steady_timer retry_timer_;
+  bool retry_armed_ = false;
   bool throttled_ = false;
   bool waiting_ = false;
   bool monitor_waiting_ = false;
@@ -134,6 +152,7 @@ class Shipper {
   TokenBucket bucket_;
   InFlight in_flight_;
   ShipperStats stats_;
+  LinkWatch link_;
 };
 
 }  // namespace faultline::uplink

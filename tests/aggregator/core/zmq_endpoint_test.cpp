@@ -3,14 +3,21 @@
 // sends stops the loop. Waits poll sockets or counters against deadlines; nothing sleeps.
 #include "aggregator/ingest/zmq_endpoint.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <fstream>
 #include <map>
 #include <thread>
 
+#include "aggregator/query/query.h"
 #include "common/protocol.h"
 #include "common/relay_wire.h"
+#include "common/uplink/shipper.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -80,7 +87,8 @@ struct Fixture {
   std::unique_ptr<ZmqEndpoint> endpoint;
   std::thread thread;
   KeyPair server;
-  std::vector<std::string> log;  // endpoint thread only until joined
+  RefusalLog refusals;
+  std::vector<std::string> log;  // written by the endpoint's threads (one at a time); read after join
   zmq::context_t ctx;
 
   explicit Fixture(size_t max_message_bytes = 1 << 20, bool legacy_ingest = false) {
@@ -97,6 +105,7 @@ struct Fixture {
     o.poll_ms = 20;
     o.legacy_ingest = legacy_ingest;
     o.log = [this](const std::string& l) { log.push_back(l); };
+    o.refusals = &refusals;
     endpoint = std::make_unique<ZmqEndpoint>(*ingestor, metrics, clock, o);
   }
   void allow(const std::string& host, const KeyPair& keys) {
@@ -121,6 +130,13 @@ struct Fixture {
     return std::make_unique<Client>(ctx, endpoint->endpoint(), server.pub, keys, agent_id);
   }
   uint64_t rejects(const std::string& reason) { return metrics.counter("faultline_rejects_total", reason); }
+  uint64_t refused(const std::string& reason) { return metrics.counter("faultline_refusals_total", reason); }
+  // The listed refusal with this reason (what GET /agents/refusals serves).
+  std::optional<Refusal> refusal(const std::string& reason) {
+    for (const auto& r : refusals.recent())
+      if (r.reason == reason) return r;
+    return std::nullopt;
+  }
 };
 
 std::string batchBytes(const std::string& node, uint64_t seq, int n_symptoms = 1) {
@@ -128,6 +144,66 @@ std::string batchBytes(const std::string& node, uint64_t seq, int n_symptoms = 1
   for (int i = 0; i < n_symptoms; ++i) s.push_back(makeSymptom(node, "gpu.xid.79", kT0 + i * kSec));
   return common::encodeBatch(makeBatch(node, seq, s));
 }
+
+// An outbox of one heartbeat-less batch: what an agent's spool would hold.
+class OneBatch : public uplink::Outbox {
+ public:
+  explicit OneBatch(std::string payload) { batch_.sequence = 1, batch_.items = 1, batch_.payload = std::move(payload); }
+  std::vector<uplink::OutboundBatch> unacked(size_t, bool, const std::vector<uint64_t>& exclude) const override {
+    if (acked_ || std::find(exclude.begin(), exclude.end(), 1) != exclude.end()) return {};
+    return {batch_};
+  }
+  bool ack(uint64_t) override { return acked_ = true; }
+  bool acked() const { return acked_; }
+
+ private:
+  uplink::OutboundBatch batch_;
+  bool acked_ = false;
+};
+
+// The agent's real sender (uplink::Shipper) on its own io_context, its link lines captured.
+struct Sender {
+  boost::asio::io_context io;
+  common::ManualClock clock;
+  OneBatch outbox;
+  std::vector<std::pair<int, std::string>> lines;
+  std::unique_ptr<uplink::Shipper> shipper;
+  Sender(zmq::context_t& ctx, const std::string& endpoint, const std::string& server_pub, const KeyPair* keys,
+         const std::string& host)
+      : outbox(batchBytes(host, 1)) {
+    uplink::ShipperOptions o;
+    o.endpoints = {endpoint};
+    o.agent_id = "agent-" + host;
+    o.tick_ms = 0;
+    o.key_file = host + ".pub";
+    o.unreachable_after_ns = 0;
+    o.refused_retry_ms = 100;
+    if (keys) {
+      o.curve_secret_key = keys->sec;
+      o.curve_server_key = server_pub;
+    }
+    o.link_log = [this](int p, const std::string& l) { lines.emplace_back(p, l); };
+    shipper = std::make_unique<uplink::Shipper>(io, ctx, clock, outbox, o);
+    std::string error;
+    REQUIRE(shipper->start(&error));
+  }
+  // Runs the sender until `pred` holds (or 10 s pass).
+  bool runUntil(const std::function<bool()>& pred) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      shipper->kick();
+      io.restart();
+      io.run_one_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  bool said(const std::string& text) const {
+    for (const auto& [p, l] : lines)
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
 
 }  // namespace
 
@@ -491,4 +567,133 @@ TEST_CASE("zmq endpoint: the socket thread reads the next pass while the store t
   CHECK(ack_b->sequence == 1);
   CHECK(f.store->counts().symptoms == 5);
   CHECK(f.store->counts().batches == 2);
+}
+
+TEST_CASE("zmq endpoint: refused agents are told why on both sides, listed with peer and key, and counted",
+          "[zmq][refusals]") {
+  Fixture f;
+  KeyPair known, stranger;
+  f.allow("gpu-01", known);
+  f.start();
+
+  SECTION("an unknown key: the aggregator lists the key and the peer; the agent names the file to add") {
+    Sender agent(f.ctx, f.endpoint->endpoint(), f.server.pub, &stranger, "gpu-07");
+    REQUIRE(agent.runUntil([&] { return agent.said("refused this sender's key"); }));
+    CHECK(agent.said("gpu-07.pub"));
+    CHECK(agent.shipper->link().state(f.endpoint->endpoint()) == uplink::LinkWatch::State::kKeyRefused);
+    REQUIRE(waitFor([&] { return f.refused("unknown key") >= 1; }));
+    auto r = f.refusal("unknown key");
+    REQUIRE(r);
+    CHECK(r->key == stranger.pub);
+    CHECK(r->peer == "127.0.0.1");
+    CHECK_FALSE(agent.outbox.acked());
+  }
+
+  SECTION("a wrong server key: refused before ZAP, seen by the monitor with the peer's address") {
+    KeyPair other_server;
+    Sender agent(f.ctx, f.endpoint->endpoint(), other_server.pub, &known, "gpu-01");
+    REQUIRE(agent.runUntil([&] { return agent.said("closed during the CurveZMQ handshake"); }));
+    CHECK(agent.said("curve_server_public_key"));
+    REQUIRE(waitFor([&] { return f.refused("wrong server key") >= 1; }));
+    auto r = f.refusal("wrong server key");
+    REQUIRE(r);
+    CHECK(r->key.empty());  // the client's key is in INITIATE, which never came
+    // Read at ACCEPTED while the connection is open; on a busy machine the connection may be
+    // gone first, and then the peer is honestly unknown.
+    CHECK((r->peer == "127.0.0.1" || r->peer.empty()));
+    CHECK_FALSE(agent.outbox.acked());
+  }
+
+  SECTION("no CurveZMQ at all: the agent says CurveZMQ is required") {
+    Sender agent(f.ctx, f.endpoint->endpoint(), "", nullptr, "gpu-01");
+    REQUIRE(agent.runUntil([&] { return agent.said("requires CurveZMQ"); }));
+  }
+
+  SECTION("a peer greeting with the NULL mechanism is listed as not CURVE, with its address") {
+    // A ZMTP 3.0 greeting (RFC 23) for NULL, from a raw socket that stays open until the
+    // aggregator closes it: the aggregator always reads it (a libzmq client may close first when
+    // it reads the server's greeting sooner, and then the aggregator sees only a reset).
+    const std::string ep = f.endpoint->endpoint();
+    const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string greeting(64, '\0');
+    greeting[0] = '\xff';
+    greeting[9] = '\x7f';
+    greeting[10] = 3;  // version 3.0
+    greeting.replace(12, 4, "NULL");
+    // The aggregator's greeting first: its engine runs, so ACCEPTED (whose fd the monitor thread
+    // asks for the peer's address) was sent before; the monitor thread has had that long.
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char theirs[10];
+    REQUIRE(::recv(fd, theirs, sizeof theirs, MSG_WAITALL) == 10);
+    REQUIRE(::send(fd, greeting.data(), greeting.size(), MSG_NOSIGNAL) == 64);
+    REQUIRE(waitFor([&] { return f.refused("not CURVE") >= 1; }));
+    ::close(fd);
+    auto r = f.refusal("not CURVE");
+    REQUIRE(r);
+    // Best effort, as for a wrong server key: seen 20 times in 21 runs on the 2-core VM.
+    CHECK((r->peer == "127.0.0.1" || r->peer.empty()));
+    CHECK_THAT(r->detail, Catch::Contains("another security mechanism"));
+  }
+
+  SECTION("a known key speaking for another host is listed with what it claimed") {
+    Sender agent(f.ctx, f.endpoint->endpoint(), f.server.pub, &known, "gpu-02");  // gpu-01's key
+    REQUIRE(waitFor([&] {
+      agent.runUntil([] { return true; });
+      agent.shipper->kick();
+      agent.io.restart();
+      agent.io.run_for(std::chrono::milliseconds(5));
+      return f.refused("hostname mismatch") >= 1;
+    }));
+    auto r = f.refusal("hostname mismatch");
+    REQUIRE(r);
+    CHECK(r->host == "gpu-01");
+    CHECK(r->detail == "batch claims gpu-02");
+    CHECK(r->peer == "127.0.0.1");
+  }
+
+  SECTION("a refused agent keeps trying: one entry with a count, and it gets in once its key is filed") {
+    Sender agent(f.ctx, f.endpoint->endpoint(), f.server.pub, &stranger, "gpu-07");
+    // libzmq gives up after a ZAP refusal; the sender connects again (every 100 ms here).
+    REQUIRE(agent.runUntil([&] { return f.refused("unknown key") >= 2; }));
+    auto list = f.refusals.recent();
+    REQUIRE(list.size() == 1);
+    CHECK(list[0].count >= 2);
+    auto j = queryRefusals(&f.refusals);
+    CHECK(j["total"].get<uint64_t>() >= 2);
+    CHECK(j["refusals"][0]["reason"] == "unknown key");
+    CHECK_THAT(j["refusals"][0]["hint"].get<std::string>(), Catch::Contains("allow dir"));
+    // The operator files the key and reloads: the same sender, not restarted, gets its batch acked.
+    f.allow("gpu-07", stranger);
+    const auto reloads = f.endpoint->reloads();
+    f.endpoint->requestReload();
+    REQUIRE(waitFor([&] { return f.endpoint->reloads() > reloads; }));
+    REQUIRE(agent.runUntil([&] { return agent.outbox.acked(); }));
+    CHECK(agent.said("connected after"));
+    CHECK(agent.shipper->link().state(f.endpoint->endpoint()) == uplink::LinkWatch::State::kUp);
+  }
+}
+
+TEST_CASE("zmq endpoint: an agent whose aggregator is down says it cannot reach it", "[zmq][refusals]") {
+  zmq::context_t ctx;
+  // A port that was bound and released: nothing listens there.
+  std::string endpoint;
+  {
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    s.set(zmq::sockopt::linger, 0);
+    s.bind("tcp://127.0.0.1:*");
+    endpoint = s.get(zmq::sockopt::last_endpoint);
+  }
+  KeyPair server, agent_keys;
+  Sender agent(ctx, endpoint, server.pub, &agent_keys, "gpu-01");
+  REQUIRE(agent.runUntil([&] { return agent.said("cannot reach the aggregator"); }));
+  CHECK(agent.said("firewall"));
+  CHECK(agent.shipper->link().state(endpoint) == uplink::LinkWatch::State::kUnreachable);
 }
