@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 namespace faultline::agent {
@@ -59,6 +60,13 @@ std::vector<std::string> expandFileGlobs(const std::vector<std::string>& pattern
   return out;
 }
 
+int64_t FileSource::uptimeNow() const {
+  if (options_.uptime_ns) return options_.uptime_ns();
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 FileSource::FileSource(boost::asio::io_context& io, FileOptions options)
     : io_(io), options_(std::move(options)), format_(options_.format), inotify_(io), timer_(io),
       delay_timer_(io) {
@@ -75,6 +83,9 @@ void FileSource::makeParser() {
     parser_skipped_base_ += parser_->report().skipped;
     parser_records_base_ += parser_->report().records;
   }
+  // A boot-relative stamp beyond the uptime (with a minute's slack) is of an earlier boot.
+  if (options_.parse.boot_time_ns && !options_.parse.uptime_ns)
+    options_.parse.uptime_ns = [this] { return uptimeNow() + 60'000'000'000; };
   // Records are counted by the parser: with literals only those holding one reach the handler.
   parser_ = common::makeStreamParser(format_, options_.parse, [this](common::LogRecord&& r) {
     handler_(std::move(r), common::sourceKindOf(format_));

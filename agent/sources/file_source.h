@@ -15,6 +15,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct FileOptions {
   // wakeup per half second instead of ten at 1,000 lines/s. A read that finds nothing goes back
   // to waiting for inotify, so a lone line still waits only read_delay_ms.
   int steady_read_delay_ms = 500;
+  // The node's uptime now (default: CLOCK_BOOTTIME), for boot-relative stamps (dmesg raw): each
+  // parser made takes it (plus a minute's slack) as parse.uptime_ns, so a record of an earlier
+  // boot found in the file is not placed in this one. Only when parse.boot_time_ns is set.
+  std::function<int64_t()> uptime_ns;
 };
 
 // Regular files matching any of the glob(3) patterns, sorted, without duplicates. Blocking
@@ -75,6 +80,7 @@ class FileSource final : public Source {
   void feedLines(std::string_view bytes);
   void endOfFile();  // the open file is final: flush its partial line and the parser
   void makeParser();
+  int64_t uptimeNow() const;
   void ensureParser();  // detects the format from the head when needed
   // poll(); `quick`: after reading some bytes, skip the rotation and truncation checks (a
   // caller that reads again soon does them once a read finds nothing).

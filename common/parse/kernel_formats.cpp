@@ -60,7 +60,8 @@ class DmesgParser final : public LineParser {
         if (parseBracketMonotonic(rest, &mono, &stamp_len)) {
           stamped = true;
           rec.monotonic_ns = mono;
-          if (options_.boot_time_ns) {
+          if (options_.uptime_ns && mono > uptime_seen_ns_) uptime_seen_ns_ = options_.uptime_ns();
+          if (options_.boot_time_ns && !(options_.uptime_ns && mono > uptime_seen_ns_)) {
             rec.time_ns = *options_.boot_time_ns + mono;
             rec.time_known = true;
           }
@@ -146,6 +147,7 @@ class DmesgParser final : public LineParser {
   LogFormat format_;
   Joiner joiner_;
   std::optional<int64_t> human_wall_;  // dmesg -H: local wall time of the previous message
+  int64_t uptime_seen_ns_ = -1;        // options_.uptime_ns()'s last answer
 };
 
 }  // namespace

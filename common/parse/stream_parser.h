@@ -29,6 +29,10 @@ struct ParseOptions {
   // records get time_known=false (monotonic_ns still set) unless the stream itself reveals the
   // boot time.
   std::optional<int64_t> boot_time_ns;
+  // The node's uptime now (a followed file's reader sets it). A boot-relative stamp past it
+  // cannot be of this boot — a file that outlived a reboot — and is not placed with boot_time_ns:
+  // time_known=false, monotonic_ns kept. Asked only for a stamp past the last answer.
+  std::function<int64_t()> uptime_ns;
   std::string boot_id;
   // Year for formats that omit it (traditional syslog), taken from the job's start.
   int default_year = 1970;

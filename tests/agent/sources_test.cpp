@@ -413,3 +413,48 @@ TEST_CASE("file: a followed dmesg file's boot-relative stamps are placed through
     src.stop();
   }
 }
+
+TEST_CASE("file: a dmesg file that outlived a reboot: stamps past this boot's uptime are not placed in it",
+          "[sources][file]") {
+  // A file appended by `dmesg -w >> FILE` across a reboot, read from the start (or from a
+  // checkpoint taken before the reboot): the earlier boot's records carry stamps the current
+  // boot has not reached. They keep their monotonic stamp and stay untimed; this boot's records
+  // (from 0 s again) are placed through the boot time. Uptime injected: 600 s.
+  TempDir dir;
+  std::string path = dir.file("dmesg");
+  append(path,
+         "[ 86000.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+         "[ 86400.500000] reboot: Restarting system\n"
+         "[    0.000000] Linux version 6.1.0 (gcc)\n"
+         "[  550.000000] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error\n");
+  boost::asio::io_context io;
+  FileOptions o;
+  o.path = path;
+  o.format = common::LogFormat::kDmesgRaw;
+  o.from_start = true;
+  o.fallback_poll_ms = 0;
+  o.parse.boot_time_ns = 1'700'000'000'000'000'000;
+  int64_t uptime = 600'000'000'000;
+  o.uptime_ns = [&] { return uptime; };
+  FileSource src(io, o);
+  Collected got;
+  src.start("", got.handler());
+  src.poll();
+  src.flush();
+  REQUIRE(got.records.size() == 4);
+  CHECK_FALSE(got.records[0].time_known);  // 86,000 s: not of a boot 600 s old
+  CHECK(got.records[0].monotonic_ns == 86'000'000'000'000);
+  CHECK_FALSE(got.records[1].time_known);
+  CHECK(got.records[2].time_known);
+  CHECK(got.records[3].time_known);
+  CHECK(got.records[3].time_ns == *o.parse.boot_time_ns + 550'000'000'000);
+  // A record written later in this boot (uptime 2 h by then) is placed: the bound is taken anew.
+  uptime = 7'200'000'000'000;
+  append(path, "[ 7000.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=77, name=python, GPU has fallen off the bus.\n");
+  src.poll();
+  src.flush();
+  REQUIRE(got.records.size() == 5);
+  CHECK(got.records[4].time_known);
+  CHECK(got.records[4].time_ns == *o.parse.boot_time_ns + 7'000'000'000'000);
+  src.stop();
+}
