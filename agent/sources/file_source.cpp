@@ -88,6 +88,14 @@ void FileSource::makeParser() {
     options_.parse.uptime_ns = [this] { return uptimeNow() + 60'000'000'000; };
   // Records are counted by the parser: with literals only those holding one reach the handler.
   parser_ = common::makeStreamParser(format_, options_.parse, [this](common::LogRecord&& r) {
+    if (!r.time_known && r.monotonic_ns >= 0 && options_.parse.boot_time_ns) {
+      // A boot-relative stamp the boot time could not place: of an earlier boot. Shipped, it
+      // would be placed by when it was read and join whatever job runs now; it is counted and
+      // reported instead (its boot's jobs were judged without it).
+      ++earlier_boot_;
+      ++health_.skipped;
+      return;
+    }
     handler_(std::move(r), common::sourceKindOf(format_));
   });
   parser_dirty_ = false;
@@ -341,6 +349,8 @@ void FileSource::ensureParser() {
 
 SourceHealth FileSource::health() const {
   SourceHealth h = health_;
+  if (earlier_boot_ && h.status == "ok")
+    h.reason = std::to_string(earlier_boot_) + " record(s) of an earlier boot left out: their time cannot be known";
   h.skipped += parser_skipped_base_ + (parser_ ? parser_->report().skipped : 0);
   h.records += parser_records_base_ + (parser_ ? parser_->report().records : 0);
   return h;

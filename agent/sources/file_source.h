@@ -80,6 +80,7 @@ class FileSource final : public Source {
   void feedLines(std::string_view bytes);
   void endOfFile();  // the open file is final: flush its partial line and the parser
   void makeParser();
+  uint64_t earlier_boot_ = 0;  // records of an earlier boot, left out (counted in skipped)
   int64_t uptimeNow() const;
   void ensureParser();  // detects the format from the head when needed
   // poll(); `quick`: after reading some bytes, skip the rotation and truncation checks (a
