@@ -32,7 +32,10 @@ class FabricManagerParser final : public LineParser {
     int64_t wall = 0;
     size_t len = 0;
     if (!parseFabricManagerStamp(line, &wall, &len)) {
-      if (joiner_.active()) {
+      if (auto other = foreignRecord(line)) {
+        flush();
+        emit(std::move(*other));
+      } else if (joiner_.active()) {
         if (!joiner_.append(line, options_, line_no_)) {
           LogRecord next = joiner_.record();
           next.text.assign(line);

@@ -99,7 +99,10 @@ class DmesgParser final : public LineParser {
       }
     }
     if (!stamped) {
-      if (joiner_.active()) {
+      if (auto other = foreignRecord(line)) {
+        flush();
+        emit(std::move(*other));
+      } else if (joiner_.active()) {
         continueWith(trimRight(line));
       } else {
         skipLine(SkipKind::kMalformed, "no dmesg time stamp");

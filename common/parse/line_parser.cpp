@@ -270,6 +270,40 @@ void LineParser::emit(LogRecord&& record, uint64_t last_line) {
   sink_(std::move(record));
 }
 
+std::optional<LogRecord> LineParser::foreignRecord(std::string_view line) {
+  if (line.empty() || isSpace(line.front())) return std::nullopt;
+  const LogFormat other = classifyLogLine(line);
+  switch (other) {
+    case LogFormat::kDmesgRaw:
+    case LogFormat::kDmesgCtime:
+    case LogFormat::kDmesgIso:
+    case LogFormat::kKmsg:
+    case LogFormat::kJournalShortIso:
+    case LogFormat::kSyslog:
+    case LogFormat::kFabricManager:
+      if (other != format_) break;
+      [[fallthrough]];
+    default:
+      return std::nullopt;
+  }
+  // Every record of the one line reaches us: whether it is handed on is emit's decision, over
+  // the literal hits this stream found in the line.
+  ParseOptions one = options_;
+  one.literals = nullptr;
+  std::optional<LogRecord> got;
+  size_t records = 0;
+  auto parser = makeStreamParser(other, std::move(one), [&](LogRecord&& r) {
+    ++records;
+    got = std::move(r);
+  });
+  parser->feed(line);
+  parser->feed("\n");
+  parser->finish();
+  if (records != 1 || !got) return std::nullopt;
+  got->line = line_no_;
+  return got;
+}
+
 void LineParser::skipLine(SkipKind kind, std::string_view why, uint64_t line_no) {
   ++report_.skipped;
   switch (kind) {

@@ -73,6 +73,14 @@ class LineParser : public StreamParser {
   // needs no more work.
   bool contentLine(std::string_view raw, std::string_view* out);
 
+  // A line this format's stamp did not fit that is a whole record of another stamped system
+  // format (a syslog line pasted into a dmesg file, a dmesg line in a journal text file): that
+  // format's record, with its own stamp, numbered as the current line. nullopt for anything else
+  // (continuations, unstamped text), which the caller joins or skips as before. The caller ends
+  // its pending record first, then emits this one. Only lines that miss this format's stamp are
+  // looked at, so a file of one format pays nothing.
+  std::optional<LogRecord> foreignRecord(std::string_view line);
+
   const ParseOptions& options() const { return options_; }
   // UTC of a node-local wall-clock stamp (counted in report_.local_stamps).
   int64_t localToUtc(int64_t wall_ns) {

@@ -56,6 +56,11 @@ class SyslogParser final : public LineParser {
         onMarker(rest);
         return;
       }
+      if (auto other = foreignRecord(line)) {
+        flush();
+        emit(std::move(*other));
+        return;
+      }
       materialize();
       if (joiner_.active()) {
         continueWith(stripColumn(line));

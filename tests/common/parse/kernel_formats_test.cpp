@@ -164,3 +164,47 @@ TEST_CASE("kmsg stream: dictionary lines belong to the previous record") {
   CHECK(r.report.lines == 4);
   CHECK(r.report.skipped == 0);
 }
+
+TEST_CASE("mixed files: a line of another stamped format is its own record with its own stamp", "[parse][mixed]") {
+  // A dmesg file with a syslog line and a `dmesg -T` line pasted in, and a journal text file with
+  // a raw dmesg line in it: each foreign line is a record of its own format (it used to be joined
+  // to the record before it as a continuation, or skipped, and lost its stamp). Indented
+  // continuations still join.
+  ParseOptions o;
+  o.boot_time_ns = 1'700'000'000 * kSec;
+  o.default_year = 2024;
+  SECTION("in a dmesg file") {
+    auto r = parseAll(LogFormat::kDmesgRaw,
+                      "[  100.000000] mlx5_core 0000:3b:00.0: link down\n"
+                      "Jun 17 10:00:05 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+                      "[Mon Jun 17 10:00:07 2024] NVRM: GPU at PCI:0000:3b:00: GPU-1234\n"
+                      "[  101.000000] WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n"
+                      "  continued\n",
+                      o);
+    REQUIRE(r.records.size() == 4);
+    CHECK(r.records[0].text == "mlx5_core 0000:3b:00.0: link down");
+    CHECK(r.records[1].text == "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.");
+    CHECK(r.records[1].host == "gpu-a01");
+    CHECK(r.records[1].time_known);
+    CHECK(r.records[1].line == 2);
+    CHECK(r.records[2].text == "NVRM: GPU at PCI:0000:3b:00: GPU-1234");
+    CHECK(r.records[2].time_known);
+    CHECK(r.records[2].line == 3);
+    CHECK(r.records[3].text == "WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n  continued");
+    CHECK(r.report.lines == 5);
+    CHECK(r.report.skipped == 0);
+  }
+  SECTION("in a journal text file") {
+    auto r = parseAll(LogFormat::kJournalShortIso,
+                      "2024-06-17T10:00:00+0000 gpu-a01 systemd[1]: Started Session 4.\n"
+                      "[  250.500000] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error\n"
+                      "2024-06-17T10:00:09+0000 gpu-a01 kernel: pcieport 0000:00:01.0: AER: Uncorrected\n",
+                      o);
+    REQUIRE(r.records.size() == 3);
+    CHECK(r.records[1].text == "NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error");
+    CHECK(r.records[1].monotonic_ns == 250'500'000'000);
+    CHECK(r.records[1].time_ns == o.boot_time_ns.value() + 250'500'000'000);
+    CHECK(r.records[1].ident == "kernel");
+    CHECK(r.records[2].text == "pcieport 0000:00:01.0: AER: Uncorrected");
+  }
+}
