@@ -222,9 +222,11 @@ int main(int argc, char** argv) {
   vo.agent_timeout_ns = secs(agent_timeout);
   vo.final_timeout_ns = secs(final_timeout);
   VerdictEngine engine(*store, clock, loaded.rules, vo, &metrics);
-  RefusalLog refusals;  // the ingest endpoint's refused identities, listed by the API
+  RefusalLog refusals;             // the ingest endpoint's refused identities, listed by the API
+  ConnectionTracker connections;   // its open agent connections: "live" ends when one closes
   ApiOptions api_options;
   api_options.refusals = &refusals;
+  api_options.connections = &connections;
   api_options.write_token = token;
   api_options.read_token = read_token;
   api_options.secure_cookie = !http_options.tls_cert_file.empty();
@@ -258,6 +260,7 @@ int main(int argc, char** argv) {
     eo.legacy_ingest = ingest_legacy;
     eo.max_pass = ingest_pass;
     eo.refusals = &refusals;
+    eo.connections = &connections;
     endpoint = std::make_unique<ZmqEndpoint>(ingestor, metrics, clock, eo);
     if (!endpoint->start(&error)) {
       std::fprintf(stderr, "faultline-aggregator: ingest: %s\n", error.c_str());

@@ -304,7 +304,7 @@ HttpResponse Api::fleet(const std::string& path, const std::multimap<std::string
 HttpResponse Api::route(const HttpRequest& request, const std::string& path,
                         const std::multimap<std::string, std::string>& query) {
   const int64_t now = clock_.nowNs();
-  QueryContext q{store_, now, options_.agent_timeout_ns};
+  QueryContext q{store_, now, options_.agent_timeout_ns, options_.connections};
   std::vector<std::string> parts;
   for (size_t pos = 1; pos <= path.size();) {
     auto slash = path.find('/', pos);

@@ -15,6 +15,7 @@
 
 #include "aggregator/clock.h"
 #include "aggregator/http/ui_reader.h"
+#include "aggregator/ingest/connections.h"
 #include "aggregator/ingest/refusals.h"
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
@@ -54,6 +55,8 @@ struct ApiOptions {
   std::function<bool()> leads;
   // The ingest endpoint's refused identities, served at GET /agents/refusals (null: none here).
   const RefusalLog* refusals = nullptr;
+  // The ingest endpoint's open connections: a host whose connection closed is not live.
+  const ConnectionTracker* connections = nullptr;
 };
 
 class Api {

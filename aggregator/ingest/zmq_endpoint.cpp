@@ -249,9 +249,11 @@ void ZmqEndpoint::monitorLoop() {
         std::memcpy(&value, static_cast<const char*>(head.data()) + 2, sizeof value);
         if (event == ZMQ_EVENT_ACCEPTED) {
           peers[static_cast<int>(value)] = peerAddress(static_cast<int>(value));
+          if (options_.connections) options_.connections->accepted(static_cast<int>(value));
         } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
           failed = value;
         } else if (event == ZMQ_EVENT_DISCONNECTED) {
+          if (options_.connections) options_.connections->disconnected(static_cast<int>(value), clock_.nowNs());
           auto it = peers.find(static_cast<int>(value));
           std::string peer = it == peers.end() ? "" : it->second;
           if (it != peers.end()) peers.erase(it);
@@ -526,6 +528,9 @@ bool ZmqEndpoint::screen(std::vector<zmq::message_t>& frames, Screened* s) {
     if (uid) s->host = uid;
     const char* peer = zmq_msg_gets(frames[1].handle(), "Peer-Address");
     if (peer) s->peer = peer;
+    // The connection it came on: its host is connected (until the monitor sees that fd close).
+    const int fd = zmq_msg_get(frames[1].handle(), ZMQ_SRCFD);
+    if (uid && fd >= 0 && options_.connections) options_.connections->seen(s->host, fd);
   }
   s->who = s->host.empty() ? printable(s->routing_id) : s->host;
   const std::string& who = s->who;

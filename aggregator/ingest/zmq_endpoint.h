@@ -33,6 +33,7 @@
 
 #include "aggregator/clock.h"
 #include "aggregator/ingest/allow_list.h"
+#include "aggregator/ingest/connections.h"
 #include "aggregator/ingest/ingestor.h"
 #include "aggregator/ingest/refusals.h"
 #include "aggregator/metrics/metrics.h"
@@ -59,6 +60,8 @@ struct ZmqEndpointOptions {
   std::function<void(const std::string&)> log;
   // Where refusals are listed (may be null: counted and logged only). Must outlive the endpoint.
   RefusalLog* refusals = nullptr;
+  // Which hosts are connected (may be null). Must outlive the endpoint.
+  ConnectionTracker* connections = nullptr;
 };
 
 class ZmqEndpoint {

@@ -60,8 +60,10 @@ json withSite(json out, const JobRow& j) {
   return out;
 }
 
-bool live(const QueryContext& q, int64_t last_heartbeat_ns) {
-  return last_heartbeat_ns && q.now_ns - last_heartbeat_ns <= q.agent_timeout_ns;
+bool live(const QueryContext& q, int64_t last_heartbeat_ns, const std::string& host) {
+  if (!last_heartbeat_ns || q.now_ns - last_heartbeat_ns > q.agent_timeout_ns) return false;
+  const int64_t closed = q.connections ? q.connections->disconnectedAt(host) : 0;
+  return closed == 0 || closed < last_heartbeat_ns;
 }
 
 }  // namespace
@@ -134,7 +136,7 @@ json queryNodes(const QueryContext& q) {
     out.push_back({{"hostname", n.hostname},
                    {"agent_id", n.agent_id},
                    {"boot_id", n.boot_id},
-                   {"live", live(q, n.last_heartbeat_ns)},
+                   {"live", live(q, n.last_heartbeat_ns, n.hostname)},
                    {"last_heartbeat", timeOrNull(n.last_heartbeat_ns)},
                    {"reported_until", timeOrNull(n.reported_ns)},
                    {"spool_batches", n.spool_batches},
@@ -158,7 +160,7 @@ json queryNode(const QueryContext& q, const std::string& hostname, int64_t since
   if (n) {
     out["agent_id"] = n->agent_id;
     out["boot_id"] = n->boot_id;
-    out["live"] = live(q, n->last_heartbeat_ns);
+    out["live"] = live(q, n->last_heartbeat_ns, hostname);
     out["last_heartbeat"] = timeOrNull(n->last_heartbeat_ns);
     out["reported_until"] = timeOrNull(n->reported_ns);
     out["sources"] = sourcesJson(n->sources);
@@ -208,7 +210,7 @@ json queryAgents(const QueryContext& q) {
                    {"boot_id", a.boot_id},
                    {"agent_version", a.agent_version},
                    {"ruleset_version", a.ruleset_version},
-                   {"live", live(q, a.last_heartbeat_ns)},
+                   {"live", live(q, a.last_heartbeat_ns, a.hostname)},
                    {"first_seen", timeOrNull(a.first_seen_ns)},
                    {"last_heartbeat", timeOrNull(a.last_heartbeat_ns)},
                    {"last_batch", timeOrNull(a.last_batch_ns)},

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aggregator/ingest/connections.h"
 #include "aggregator/ingest/refusals.h"
 #include "aggregator/store/store.h"
 
@@ -23,6 +24,9 @@ struct QueryContext {
   Store& store;
   int64_t now_ns;
   int64_t agent_timeout_ns;  // heartbeat age past which an agent counts as not live
+  // This process's agent connections (may be null): a host whose connection closed after its
+  // last heartbeat is not live, whatever the heartbeat's age.
+  const ConnectionTracker* connections = nullptr;
 };
 
 nlohmann::json queryJobs(const QueryContext& q, const JobFilter& filter);

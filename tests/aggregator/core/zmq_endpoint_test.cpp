@@ -88,6 +88,7 @@ struct Fixture {
   std::thread thread;
   KeyPair server;
   RefusalLog refusals;
+  ConnectionTracker connections;
   std::vector<std::string> log;  // written by the endpoint's threads (one at a time); read after join
   zmq::context_t ctx;
 
@@ -106,6 +107,7 @@ struct Fixture {
     o.legacy_ingest = legacy_ingest;
     o.log = [this](const std::string& l) { log.push_back(l); };
     o.refusals = &refusals;
+    o.connections = &connections;
     endpoint = std::make_unique<ZmqEndpoint>(*ingestor, metrics, clock, o);
   }
   void allow(const std::string& host, const KeyPair& keys) {
@@ -696,4 +698,57 @@ TEST_CASE("zmq endpoint: an agent whose aggregator is down says it cannot reach 
   REQUIRE(agent.runUntil([&] { return agent.said("cannot reach the aggregator"); }));
   CHECK(agent.said("firewall"));
   CHECK(agent.shipper->link().state(endpoint) == uplink::LinkWatch::State::kUnreachable);
+}
+
+TEST_CASE("zmq endpoint: an agent whose connection closes is not live at once, and live again when it is back",
+          "[zmq][liveness]") {
+  Fixture f;
+  KeyPair agent;
+  f.allow("gpu-01", agent);
+  f.start();
+  auto heartbeat = [&](Client& c) {
+    common::HeartbeatData hb;
+    hb.agent_id = "agent-gpu-01";
+    hb.hostname = "gpu-01";
+    hb.created_ns = f.clock.nowNs();
+    c.send({"heartbeat", common::encodeHeartbeat(hb)});
+  };
+  auto live = [&] {
+    QueryContext q{*f.store, f.clock.nowNs(), 90 * kSec, &f.connections};
+    auto agents = queryAgents(q);
+    return agents.size() == 1 && agents[0]["live"].get<bool>();
+  };
+  auto c = f.client(agent, "agent-gpu-01");
+  heartbeat(*c);
+  REQUIRE(waitFor([&] { return live(); }));
+  CHECK(f.connections.disconnectedAt("gpu-01") == 0);
+  // The agent dies: its connection closes. Its heartbeat is seconds old, far from the 90 s
+  // timeout, yet it is not live.
+  c.reset();
+  REQUIRE(waitFor([&] { return f.connections.disconnectedAt("gpu-01") != 0; }));
+  CHECK_FALSE(live());
+  // Restarted: a new connection, a heartbeat, live again.
+  f.clock.advance(kSec);
+  auto again = f.client(agent, "agent-gpu-01");
+  heartbeat(*again);
+  REQUIRE(waitFor([&] { return live(); }));
+  CHECK(f.connections.disconnectedAt("gpu-01") == 0);
+}
+
+TEST_CASE("connection tracker: a message read after its connection closed binds nothing, and a reused fd's "
+          "close does not unbind an older host",
+          "[liveness]") {
+  ConnectionTracker t;
+  t.accepted(17);
+  t.seen("gpu-01", 17);
+  t.disconnected(17, 1000);
+  CHECK(t.disconnectedAt("gpu-01") == 1000);
+  t.seen("gpu-01", 17);  // still queued from the closed connection
+  CHECK(t.disconnectedAt("gpu-01") == 1000);
+  t.accepted(17);  // the fd number reused by gpu-02's connection
+  t.seen("gpu-02", 17);
+  t.disconnected(17, 2000);
+  CHECK(t.disconnectedAt("gpu-01") == 1000);
+  CHECK(t.disconnectedAt("gpu-02") == 2000);
+  CHECK(t.disconnectedAt("gpu-03") == 0);
 }
