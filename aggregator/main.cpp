@@ -277,6 +277,8 @@ int main(int argc, char** argv) {
   // Only the leader relays (and only it changes the relay's capture trigger).
   zmq::context_t relay_zmq;
   std::unique_ptr<Relay> relay;
+  if (!relay_upstream.empty())
+    api.setRelayStatus([&relay]() { return relay ? relay->status() : nlohmann::json(nullptr); });
   auto start_relay = [&]() -> bool {
   if (!relay_upstream.empty()) {
     RelayOptions ro;
@@ -298,8 +300,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "faultline-aggregator: relay: %s\n", error.c_str());
       return false;
     }
-    std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s\n", relay_site.c_str(), relay_upstream.c_str(),
-                 relay_symptoms ? ", with symptom summaries" : "", relay_zstd ? ", zstd" : "");
+    const std::string cap =
+        relay_rate ? ", rate cap " + std::to_string(relay_rate) + " B/s (burst " +
+                         std::to_string(ro.shipper.rate_burst_bytes) + " B)"
+                   : "";
+    std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s%s\n", relay_site.c_str(),
+                 relay_upstream.c_str(), relay_symptoms ? ", with symptom summaries" : "", relay_zstd ? ", zstd" : "",
+                 cap.c_str());
   } else if (std::string e; !store->setRelayCapture(false, &e)) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", e.c_str());
     return false;

@@ -46,6 +46,8 @@ std::string encodeRelayBatch(const RelayBatchData& batch) {
   }
   auto symptoms = root.initSymptoms(static_cast<unsigned>(batch.symptoms.size()));
   for (unsigned i = 0; i < symptoms.size(); ++i) wire_detail::fillSymptom(symptoms[i], batch.symptoms[i]);
+  auto live = root.initLiveNodes(static_cast<unsigned>(batch.live_nodes.size()));
+  for (unsigned i = 0; i < live.size(); ++i) live.set(i, batch.live_nodes[i]);
   return wire_detail::packToString(message);
 }
 
@@ -104,6 +106,11 @@ std::optional<RelayBatchData> decodeRelayBatch(const void* data, size_t size, st
       out.node_events.push_back(std::move(e));
     }
     for (auto b : symptoms) out.symptoms.push_back(wire_detail::readSymptom(b, text));
+    wire_detail::checkListSize(root.getLiveNodes(), limits.max_symptoms, "live nodes");
+    for (auto n : root.getLiveNodes()) {
+      out.live_nodes.push_back(text(n, "liveNodes"));
+      if (out.live_nodes.back().empty()) throw std::runtime_error("empty live node name");
+    }
   });
   if (!ok) return std::nullopt;
   return out;

@@ -42,6 +42,7 @@ struct RelayBatchData {
   std::vector<RelayVerdictData> verdicts;
   std::vector<RelayNodeEventData> node_events;
   std::vector<Symptom> symptoms;  // summaries
+  std::vector<std::string> live_nodes;  // site nodes with a live agent at created_ns
   size_t items() const { return verdicts.size() + node_events.size() + symptoms.size(); }
 };
 

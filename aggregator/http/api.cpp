@@ -101,6 +101,14 @@ bool Api::writeAuthorized(std::string_view authorization) const {
          sameSecret(authorization.substr(prefix.size()), options_.write_token);
 }
 
+HttpResponse Api::unknownJob(const std::string& job_id) {
+  auto relayed = job_id.find(':') == std::string::npos ? store_.relayedJobIds(job_id) : std::vector<std::string>{};
+  if (relayed.empty()) return error(404, "unknown job");
+  std::string list;
+  for (const auto& id : relayed) list += (list.empty() ? "" : ", ") + id;
+  return error(404, "unknown job '" + job_id + "'; relayed from a site: " + list);
+}
+
 std::optional<HttpResponse> Api::refuseWrite(const HttpRequest& request) {
   if (options_.write_token.empty()) return error(403, "write endpoints are disabled (no token configured)");
   if (!writeAuthorized(request.authorization)) {
@@ -338,15 +346,18 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end" || parts[2] == "output"))
     return error(405, "POST only: a job event or a job's output is written, not read");
 
+  const json relay = relay_status_ ? relay_status_() : json(nullptr);
   if (path == "/healthz") {
     auto c = store_.counts();
-    return jsonResponse(200, json{{"status", "ok"},
-                                  {"schema_version", store_.schemaVersion()},
-                                  {"leader", leads()},
-                                  {"agents", c.agents},
-                                  {"nodes", c.nodes},
-                                  {"jobs", c.jobs},
-                                  {"symptoms", c.symptoms}});
+    json health{{"status", "ok"},
+                {"schema_version", store_.schemaVersion()},
+                {"leader", leads()},
+                {"agents", c.agents},
+                {"nodes", c.nodes},
+                {"jobs", c.jobs},
+                {"symptoms", c.symptoms}};
+    if (!relay.is_null()) health["relay"] = relay;
+    return jsonResponse(200, health);
   }
   if (path == "/metrics") {
     auto c = store_.counts();
@@ -359,6 +370,10 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
       gauges["faultline_relay_outbox_batches"] = double(r.batches);
       gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
       gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
+    }
+    if (relay.is_object()) {
+      gauges["faultline_relay_link_up"] = relay.value("link_up", false) ? 1.0 : 0.0;
+      gauges["faultline_relay_link_failed_attempts"] = relay.value("failed_attempts", 0.0);
     }
     return {200, "text/plain; version=0.0.4", metrics_.render(gauges), {}};
   }
@@ -382,11 +397,11 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     }
     if (parts.size() == 2) {
       auto j = queryJob(q, parts[1]);
-      return j.is_null() ? error(404, "unknown job") : jsonResponse(200, j);
+      return j.is_null() ? unknownJob(parts[1]) : jsonResponse(200, j);
     }
     if (parts.size() == 3 && parts[2] == "diagnosis") {
       auto d = queryDiagnosis(q, parts[1]);
-      if (d.is_null()) return error(404, store_.job(parts[1]) ? "job has no verdict" : "unknown job");
+      if (d.is_null()) return store_.job(parts[1]) ? error(404, "job has no verdict") : unknownJob(parts[1]);
       return jsonResponse(200, d);
     }
   }

@@ -71,8 +71,14 @@ class Api {
   // The store's SQLite file: the dashboard's reads (GET /jobs with offset/rule/q/total,
   // /fleet/...) use a second, read-only connection to it. Unset: those answer 503.
   void setStoreFile(std::string path) { store_file_ = std::move(path); }
+  // A site relay's uplink status (Relay::status), shown in /healthz as "relay" and as gauges in
+  // /metrics; called on the thread that serves requests (the relay's io thread). Unset or null:
+  // not a relay.
+  void setRelayStatus(std::function<nlohmann::json()> status) { relay_status_ = std::move(status); }
 
  private:
+  // 404 for a job id this store does not hold, naming the relayed jobs of that site-local id.
+  HttpResponse unknownJob(const std::string& job_id);
   HttpResponse route(const HttpRequest& request, const std::string& path,
                      const std::multimap<std::string, std::string>& query);
   HttpResponse jobEvent(const HttpRequest& request, const std::string& job_id, bool end);
@@ -97,6 +103,7 @@ class Api {
   const Clock& clock_;
   ApiOptions options_;
   std::string store_file_;
+  std::function<nlohmann::json()> relay_status_;
   std::unique_ptr<UiReader> ui_reader_;  // opened on first use
 };
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "aggregator/metrics/metrics.h"
+#include "common/job.h"
 
 namespace faultline::aggregator {
 
@@ -97,6 +98,25 @@ void Relay::collectNow() {
     reported_acked_ = s.acked;
     reported_resent_ = s.resent;
   }
+}
+
+nlohmann::json Relay::status() const {
+  const std::string& upstream = options_.shipper.endpoints.empty() ? std::string() : options_.shipper.endpoints[0];
+  const auto& link = shipper_->link();
+  const auto& s = shipper_->stats();
+  const auto outbox = store_.relayOutboxStats();
+  nlohmann::json last_ack = nullptr;
+  if (s.last_ack_ns) last_ack = common::formatTimeNs(s.last_ack_ns);
+  return {{"site", options_.collect.site_id},
+          {"upstream", upstream},
+          {"link", uplink::LinkWatch::stateName(link.state(upstream))},
+          {"link_up", link.state(upstream) == uplink::LinkWatch::State::kUp},
+          {"failed_attempts", link.failures(upstream)},
+          {"last_ack", last_ack},
+          {"acked_batches", s.acked},
+          {"resent_batches", s.resent},
+          {"outbox_batches", outbox.batches},
+          {"outbox_bytes", outbox.bytes}};
 }
 
 void Relay::armTimer() {

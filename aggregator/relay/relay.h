@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "aggregator/store/store.h"
@@ -60,6 +61,10 @@ class Relay {
   void collectNow();
 
   const RelayStats& stats() const { return stats_; }
+  // The uplink as the site's operator needs it (GET /healthz "relay", /metrics): the upstream, the
+  // link's state and failed attempts since it was last up (link_watch.h), the last ack, what
+  // waits in the outbox. Call on the io thread.
+  nlohmann::json status() const;
   const uplink::ShipperStats& shipperStats() const { return shipper_->stats(); }
   uplink::Shipper& shipper() { return *shipper_; }
 

@@ -221,7 +221,23 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     if (d.step() != sql::kDone) return fail();
   }
   if (!setMeta("relay.event_id", event_mark) || !setMeta("relay.symptom_id", symptom_mark)) return fail();
-  if (b.items() > 0) {
+  // The site's live nodes go with every batch, and alone every live_every_ns — but not into an
+  // outbox that still holds batches (the link is down or slow: a pile of stale keepalives would
+  // say nothing when it drains).
+  bool keepalive = o.live_every_ns > 0 && now - meta("relay.live_sent_ns", 0) >= o.live_every_ns;
+  if (keepalive && b.items() == 0) {
+    Stmt queued(db_->get(), "SELECT COUNT(*) FROM relay_outbox");
+    keepalive = queued.step() == sql::kRow && queued.i64(0) == 0;
+  }
+  if (b.items() > 0 || keepalive) {
+    Stmt live(db_->get(),
+              "SELECT hostname FROM nodes WHERE last_heartbeat_ns >= ? AND agent_id NOT LIKE 'relay:%' "
+              "ORDER BY hostname");
+    live.bind(1, now - o.agent_timeout_ns);
+    while (live.step() == sql::kRow) b.live_nodes.push_back(live.text(0));
+    if (!setMeta("relay.live_sent_ns", now)) return fail();
+  }
+  if (b.items() > 0 || keepalive) {
     b.sequence = static_cast<uint64_t>(meta("relay.next_seq", 1));
     std::string payload = common::encodeRelayBatch(b);
     Stmt ins(db_->get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
@@ -398,13 +414,24 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
       if (up.step() != sql::kDone) return reject("store: " + db_->errmsg());
     }
   }
+  // The site's live nodes are live here as of the batch (a batch resent after an outage says
+  // nothing newer than when it was packed).
+  for (const auto& node : b.live_nodes) {
+    Stmt up(db_->get(),
+            "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, last_heartbeat_ns) "
+            "VALUES(?1,?2,?3,?3,?4) ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, last_heartbeat_ns="
+            "CASE WHEN nodes.last_heartbeat_ns > ?4 THEN nodes.last_heartbeat_ns ELSE ?4 END");
+    up.bind(1, node).bind(2, sender).bind(3, now).bind(4, std::min(b.created_ns, now));
+    if (up.step() != sql::kDone) return reject("store: " + db_->errmsg());
+  }
   {
-    // The relay shows in `faultline agents` like an agent: last batch, versions, totals.
+    // The relay shows in `faultline agents` like an agent: last batch (its heartbeat: a site
+    // sends one at least every live_every_ns), versions, totals.
     Stmt a(db_->get(),
            "INSERT INTO agents(agent_id, hostname, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
-           "last_batch_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,1,?5) ON CONFLICT(agent_id) DO UPDATE SET "
-           "agent_version=?2, ruleset_version=?3, last_seen_ns=?4, last_batch_ns=?4, batches=agents.batches+1, "
-           "symptoms=agents.symptoms+?5");
+           "last_batch_ns, last_heartbeat_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,?4,1,?5) "
+           "ON CONFLICT(agent_id) DO UPDATE SET agent_version=?2, ruleset_version=?3, last_seen_ns=?4, "
+           "last_batch_ns=?4, last_heartbeat_ns=?4, batches=agents.batches+1, symptoms=agents.symptoms+?5");
     a.bind(1, sender).bind(2, b.aggregator_version).bind(3, b.ruleset_version).bind(4, now);
     a.bind(5, int64_t(b.symptoms.size()));
     if (a.step() != sql::kDone) return reject("store: " + db_->errmsg());

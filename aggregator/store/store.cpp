@@ -786,6 +786,22 @@ std::optional<JobRow> Store::job(const std::string& job_id) {
   return jobLocked(job_id);
 }
 
+std::vector<std::string> Store::relayedJobIds(const std::string& local_id, size_t limit) {
+  std::vector<std::string> out;
+  if (!validJobId(local_id)) return out;  // no '%' or '_' beyond what an id may hold
+  Lock lock(*this);
+  // '_' is a LIKE wildcard and may be in an id: the suffix is compared exactly below.
+  Stmt s(db_->get(), "SELECT job_id FROM jobs WHERE site <> '' AND job_id LIKE ? ORDER BY job_id LIMIT ?");
+  s.bind(1, "%:" + local_id).bind(2, static_cast<int64_t>(limit) * 4);
+  const std::string suffix = ":" + local_id;
+  while (s.step() == sql::kRow && out.size() < limit) {
+    std::string id = s.text(0);
+    if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out.push_back(std::move(id));
+  }
+  return out;
+}
+
 std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
   if (!validJobId(u.job_id)) {
     *error = "bad job id '" + u.job_id + "'";

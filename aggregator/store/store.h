@@ -229,6 +229,11 @@ struct RelayCollectOptions {
   size_t max_items = 500;           // per relay batch
   size_t max_verdict_bytes = 4u << 20;  // diagnoses per batch (at least one always goes)
   uint64_t max_outbox_bytes = 256ull << 20;  // bound: lowest-severity, oldest batches go first
+  // Every batch names the site's nodes with a live agent (a heartbeat within agent_timeout_ns),
+  // and when nothing else is new for live_every_ns a batch of only those goes anyway, so the
+  // central shows the site's nodes — and the relay — live (0: never on its own).
+  int64_t agent_timeout_ns = 90'000'000'000;
+  int64_t live_every_ns = 30'000'000'000;
 };
 
 struct RelayCollectResult {
@@ -296,6 +301,9 @@ class Store {
   // Merges a job update; returns the merged row (nullopt + *error on a bad update).
   std::optional<JobRow> recordJob(const JobUpdate& update, std::string* error);
   std::optional<JobRow> job(const std::string& job_id);
+  // Relayed jobs whose site-local id is `local_id` ("edge1:4242" for "4242"), at most `limit`:
+  // what an operator at the central probably meant by a bare id.
+  std::vector<std::string> relayedJobIds(const std::string& local_id, size_t limit = 5);
   std::vector<JobRow> jobs(const JobFilter& filter);
   // Ended jobs in a failure state that have no verdict yet, oldest end first.
   std::vector<JobRow> jobsAwaitingVerdict(size_t limit = 100);

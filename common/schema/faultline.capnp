@@ -210,6 +210,9 @@ struct RelayBatch {
   nodeEvents @6 :List(RelayNodeEvent);
   symptoms @7 :List(Symptom);   # summaries: one per (node, rule, device) with summed counts and
                                 # the first evidence line only
+  liveNodes @8 :List(Text);     # the site's nodes whose agents were live (a heartbeat within the
+                                # site's --agent-timeout) when the batch was packed; the central
+                                # shows them live as of createdNs. Empty from sites before it.
 }
 
 # One verdict revision of one job at the site, with the job it judges.

@@ -29,6 +29,11 @@ LinkWatch::State LinkWatch::state(const std::string& endpoint) const {
   return it == links_.end() ? State::kConnecting : it->second.state;
 }
 
+uint64_t LinkWatch::failures(const std::string& endpoint) const {
+  auto it = links_.find(endpoint);
+  return it == links_.end() ? 0 : it->second.failures;
+}
+
 bool LinkWatch::anyUp() const {
   for (const auto& [ep, link] : links_)
     if (link.state == State::kUp) return true;
@@ -51,6 +56,24 @@ void LinkWatch::trouble(Link& link, const std::string& endpoint, State s, int pr
   link.failures_at_log = link.failures;
   ++lines_;
   sink_(priority, text);
+}
+
+void LinkWatch::unacknowledged(uint64_t timed_out) {
+  unacked_ += timed_out;
+  const int64_t now = clock_.steadyNs();
+  // Three timeouts (the timeout backs off each time) before a slow aggregator is called a refusing one.
+  if (unacked_ < 3 || (unacked_logged_ns_ != 0 && now - unacked_logged_ns_ < options_.repeat_ns)) return;
+  std::string endpoint;
+  for (const auto& [ep, link] : links_)
+    if (link.state == State::kUp) endpoint = ep;
+  if (endpoint.empty()) return;
+  ++lines_;
+  sink_(3, fmt::format("{}: {}: the aggregator takes the connection but acknowledged none of {} batches sent: it "
+                       "refuses them, and its log and `faultline agents --refusals` say why (a key filed under "
+                       "another name than {}: another hostname, or another site)",
+                       options_.name, endpoint, unacked_, options_.key_file));
+  unacked_logged_ns_ = now;
+  unacked_ = 0;
 }
 
 void LinkWatch::onEvent(uint16_t event, uint32_t value, const std::string& endpoint) {

@@ -45,7 +45,14 @@ class LinkWatch {
   LinkWatch(const common::Clock& clock, Options options, Sink sink);
   // One monitor event (ZMQ_EVENT_*), its value and the endpoint it names.
   void onEvent(uint16_t event, uint32_t value, const std::string& endpoint);
+  // Batches timed out while a link was up and not one was acknowledged since it came up: the
+  // aggregator takes the connection but refuses what comes over it (a relay key filed under
+  // another site name, a key filed under another hostname). Written, like a handshake refusal,
+  // once three batches timed out so, then at most every repeat_ns.
+  void unacknowledged(uint64_t timed_out);
   State state(const std::string& endpoint) const;
+  // Failed attempts since the endpoint's link was last up.
+  uint64_t failures(const std::string& endpoint) const;
   static const char* stateName(State s);
   // Lines written so far (tests, stats).
   uint64_t lines() const { return lines_; }
@@ -70,6 +77,8 @@ class LinkWatch {
   Sink sink_;
   std::map<std::string, Link> links_;
   uint64_t lines_ = 0;
+  int64_t unacked_logged_ns_ = 0;
+  uint64_t unacked_ = 0;  // batches timed out unacknowledged since the last line about it
 };
 
 }  // namespace faultline::uplink

@@ -182,6 +182,7 @@ void Shipper::processMonitor() {
   }
   if (up) {
     held_ = false;
+    acked_at_up_ = stats_.acked;
     kick();
   }
 }
@@ -314,8 +315,11 @@ bool Shipper::socketWritable() {
 void Shipper::tick() {
   // What due() releases is no longer out: kick() picks it again from the outbox.
   std::vector<uint64_t> again;
-  stats_.timed_out += in_flight_.due(clock_.steadyNs(), &again);
+  const size_t due = in_flight_.due(clock_.steadyNs(), &again);
+  stats_.timed_out += due;
   stats_.resent += again.size();
+  // Connected, sending, and not one ack since the link came up: refused after the handshake.
+  if (due && stats_.acked == acked_at_up_) link_.unacknowledged(due);
   held_ = false;
   kick();
 }
@@ -352,7 +356,10 @@ void Shipper::processIncoming() {
         continue;
       }
       outbox_.ack(ack->sequence);
-      if (in_flight_.acked(ack->sequence, clock_.steadyNs())) ++stats_.acked;
+      if (in_flight_.acked(ack->sequence, clock_.steadyNs())) {
+        ++stats_.acked;
+        stats_.last_ack_ns = clock_.nowNs();
+      }
       acked = true;
     }
   } catch (const zmq::error_t& e) {

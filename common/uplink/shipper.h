@@ -81,6 +81,7 @@ struct ShipperStats {
   uint64_t timed_out = 0;   // batches found unacknowledged past their timeout
   uint64_t disconnects = 0;  // connections lost (their batches out are sent again)
   uint64_t acked = 0;
+  int64_t last_ack_ns = 0;  // realtime of the last ack (0: none yet)
   uint64_t bytes_sent = 0;  // payload bytes of batches and heartbeats, as sent
   uint64_t bytes_packed = 0;  // the same payloads before zstd (== bytes_sent without it)
   uint64_t compressed = 0;    // messages sent with the "+zstd" type
@@ -153,6 +154,7 @@ class Shipper {
   InFlight in_flight_;
   ShipperStats stats_;
   LinkWatch link_;
+  uint64_t acked_at_up_ = 0;  // stats_.acked when a handshake last succeeded
 };
 
 }  // namespace faultline::uplink

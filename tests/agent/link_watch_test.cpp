@@ -146,3 +146,20 @@ TEST_CASE("link watch: a lost connection is one warning however often it flaps, 
   REQUIRE(two.lines.size() == 2);
   CHECK_THAT(two.lines[1].second, Catch::Contains("no aggregator endpoint is connected"));
 }
+
+TEST_CASE("link watch: a link that is up but never acknowledged is called refused after three timeouts",
+          "[link]") {
+  LinkWatch::Options o;
+  o.key_file = "relays/edge1.pub";
+  LinkRig w(o);
+  w.up();
+  w.watch.unacknowledged(1);
+  w.watch.unacknowledged(1);
+  CHECK(w.lines.empty());  // a slow aggregator is not a refusing one yet
+  w.watch.unacknowledged(1);
+  REQUIRE(w.lines.size() == 1);
+  CHECK_THAT(w.lines[0].second, Catch::Contains("acknowledged none of 3 batches") &&
+                                    Catch::Contains("relays/edge1.pub") && Catch::Contains("--refusals"));
+  w.watch.unacknowledged(5);
+  CHECK(w.lines.size() == 1);
+}

@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 
+#include "aggregator/http/client.h"
 #include "aggregator/jobs/sacct_poller.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
@@ -179,14 +180,14 @@ class Harness {
   }
 
   // ---- site relay: the aggregator above is the site's; a second one is the central ----
-  // Starts the central aggregator, which knows the site's key under relays/SITE.pub. The site
-  // aggregator started after this relays to it.
-  void startCentral(const std::string& endpoint) {
-    if (!fs::exists(dir_.file("central/central.key"))) {
-      keygen(dir_.file("central"), "central");
-      fs::create_directories(dir_.file("central.d/relays"));
-      fs::copy_file(dir_.file("server/server.pub"), dir_.file("central.d/relays/edge1.pub"));
-    }
+  // Starts the central aggregator, which knows the site's key under relays/FILED_AS.pub (the site
+  // is edge1; "" files no key). The site aggregator started after this relays to it.
+  void startCentral(const std::string& endpoint, const std::string& filed_as = "edge1") {
+    if (!fs::exists(dir_.file("central/central.key"))) keygen(dir_.file("central"), "central");
+    fs::remove_all(dir_.file("central.d"));
+    fs::create_directories(dir_.file("central.d/relays"));
+    if (!filed_as.empty())
+      fs::copy_file(dir_.file("server/server.pub"), dir_.file("central.d/relays/" + filed_as + ".pub"));
     fs::remove(dir_.file("central-port"));
     fs::remove(dir_.file("central-ingest"));
     central_ = spawn({FAULTLINE_AGGREGATOR_BIN, "--db", dir_.file("central.db"), "--port", "0", "--port-file",
@@ -199,7 +200,12 @@ class Harness {
                                    !trimmed(slurp(dir_.file("central-port"))).empty(); },
                       std::chrono::seconds(20)));
     central_endpoint_ = trimmed(slurp(dir_.file("central-ingest")));
+    central_url_ = "http://127.0.0.1:" + trimmed(slurp(dir_.file("central-port")));
   }
+  std::string centralUrl() const { return central_url_; }
+  std::string siteUrl() const { return url_; }
+  std::string siteLog() { return slurp(dir_.file("aggregator.log")); }
+  std::string token() { return dir_.file("token"); }
   void killCentral() { stopChild(central_, SIGKILL); }
   std::string centralDb() { return dir_.file("central.db"); }
   // A failed sample job's id at the central ("edge1:ID").
@@ -505,7 +511,7 @@ class Harness {
   std::string store_ = dir_.file("agg.db");
   pid_t aggregator_ = -1, central_ = -1;
   size_t outputs_ = 0;
-  std::string endpoint_, url_, central_endpoint_;
+  std::string endpoint_, url_, central_endpoint_, central_url_;
 };
 
 }  // namespace
@@ -586,9 +592,63 @@ TEST_CASE("site relay e2e: the central holds the site's diagnoses, also after th
   INFO(job.out);
   CHECK(job.status == 0);
   CHECK(job.out.find("\"site\": \"edge1\"") != std::string::npos);
+  // The site's own id at the central: unknown, with the relayed one it probably means.
+  const std::string local = h.failedJobId().substr(h.failedJobId().find(':') + 1);
+  auto bare = runCommand(std::string(FAULTLINE_CLI_BIN) + " --db " + h.centralDb() + " job " + local + " 2>&1", 1 << 16);
+  CHECK(bare.status == 1);
+  CHECK(bare.out.find("relayed from a site: " + h.failedJobId()) != std::string::npos);
   auto agents = runCommand(std::string(FAULTLINE_CLI_BIN) + " --db " + h.centralDb() + " agents --json", 1 << 20);
   CHECK(agents.out.find("relay:edge1") != std::string::npos);
   h.stopAgents();
+}
+
+// What an operator at each end sees of a relay the central refuses.
+std::string cli(const std::string& args) {
+  return runCommand(std::string(FAULTLINE_CLI_BIN) + " " + args + " 2>&1", 1 << 20).out;
+}
+
+TEST_CASE("site relay e2e: a refused relay says so at the site (log, /healthz, /metrics) and at the central "
+          "(its refusals, with both names)",
+          "[e2e][relay]") {
+  Harness h;
+  SECTION("the site's key is not filed at the central") {
+    h.startCentral("tcp://127.0.0.1:*", "");
+    h.startAggregator("tcp://127.0.0.1:*");
+    REQUIRE(pollUntil([&] { return h.siteLog().find("refused this sender's key") != std::string::npos; },
+                      std::chrono::seconds(30)));
+    CHECK(h.siteLog().find("relays/edge1.pub") != std::string::npos);
+    auto get = [&](const std::string& path) {
+      std::string error;
+      auto r = httpCall(h.siteUrl(), "GET", path, "", "", std::chrono::seconds(5), &error);
+      return r ? r->body : error;
+    };
+    auto healthz = nlohmann::json::parse(get("/healthz"), nullptr, false);
+    INFO(healthz.dump());
+    REQUIRE(healthz.contains("relay"));
+    CHECK(healthz["relay"]["link"] == "key refused");
+    CHECK(healthz["relay"]["link_up"] == false);
+    CHECK(healthz["relay"]["failed_attempts"].get<uint64_t>() >= 1);
+    CHECK(get("/metrics").find("faultline_relay_link_up 0") != std::string::npos);
+    REQUIRE(pollUntil([&] { return cli("--server " + h.centralUrl() + " agents --refusals").find("unknown key") !=
+                                   std::string::npos; },
+                      std::chrono::seconds(10)));
+  }
+  SECTION("the site's key is filed under another site name") {
+    h.startCentral("tcp://127.0.0.1:*", "edge2");
+    h.startAggregator("tcp://127.0.0.1:*");
+    // A verdict to relay: a job that ended with no evidence.
+    cli("--server " + h.siteUrl() + " --token-file " + h.token() + " job end 77 --nodes gpu-q01 --exit-code 1:0");
+    std::string refusals;
+    REQUIRE(pollUntil([&] {
+      refusals = cli("--server " + h.centralUrl() + " agents --refusals");
+      return refusals.find("relay: site mismatch") != std::string::npos;
+    }, std::chrono::seconds(30)));
+    INFO(refusals);
+    CHECK(refusals.find("batch names site edge1, key filed as relays/edge2.pub") != std::string::npos);
+    // The site hears no acks: after three timeouts (1, 2, 4 s here) it says why.
+    REQUIRE(pollUntil([&] { return h.siteLog().find("acknowledged none of") != std::string::npos; },
+                      std::chrono::seconds(30)));
+  }
 }
 
 TEST_CASE("replicas e2e: 3 aggregators on one PostgreSQL, the leader SIGKILLed mid-cascade: a new one within 5 s, "

@@ -241,3 +241,69 @@ TEST_CASE("relay store: big diagnoses split across batches, the outbox bound dro
   CHECK(ship(*site, *central) == left.size());
   CHECK(central->latestVerdict("edge1:200"));
 }
+
+TEST_CASE("relay store: the site's live nodes go with every batch and alone every 30 s: live at the central, "
+          "the relay too",
+          "[relay]") {
+  TempDir dir;
+  ManualClock clock(kT0);
+  auto site = openStore(dir.file("site.db"), clock);
+  auto central = openStore(dir.file("central.db"), clock);
+  std::string error;
+  REQUIRE(site->setRelayCapture(true, &error));
+  for (const char* host : {"gpu-01", "gpu-02"}) {
+    HeartbeatInfo hb;
+    hb.agent_id = std::string("agent-") + host;
+    hb.hostname = host;
+    hb.created_ns = clock.nowNs();
+    std::string reason;
+    REQUIRE(site->recordHeartbeat(hb, hb.agent_id, &reason));
+  }
+  RelayCollectOptions o;
+  o.site_id = "edge1";
+  auto r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->sequence == 1);  // nothing else new: a keepalive with the live nodes
+  REQUIRE(ship(*site, *central) == 1);
+  auto live = [&](const std::string& host) {
+    auto n = central->node(host);
+    return n && clock.nowNs() - n->last_heartbeat_ns <= 90 * kSec;
+  };
+  CHECK(live("gpu-01"));
+  CHECK(live("gpu-02"));
+  CHECK(central->node("gpu-01")->agent_id == "relay:edge1");
+  // Nothing new and under 30 s: no batch. gpu-02's agent goes silent at the site.
+  clock.advance(20 * kSec);
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->sequence == 0);
+  clock.advance(80 * kSec);  // gpu-02's heartbeat is now 100 s old at the site
+  HeartbeatInfo hb;
+  hb.agent_id = "agent-gpu-01";
+  hb.hostname = "gpu-01";
+  hb.created_ns = clock.nowNs();
+  std::string reason;
+  REQUIRE(site->recordHeartbeat(hb, hb.agent_id, &reason));
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->sequence == 2);
+  REQUIRE(ship(*site, *central) == 1);
+  CHECK(live("gpu-01"));
+  CHECK_FALSE(live("gpu-02"));
+  bool relay_live = false;
+  for (const auto& a : central->agents())
+    if (a.agent_id == "relay:edge1") relay_live = clock.nowNs() - a.last_heartbeat_ns <= 90 * kSec;
+  CHECK(relay_live);
+  // While the link is down the outbox is not filled with keepalives.
+  clock.advance(40 * kSec);
+  REQUIRE(site->recordHeartbeat(hb, hb.agent_id, &reason));
+  failedJob(*site, "8", "gpu-01", kT0, clock.nowNs());
+  verdict(*site, "8", "provisional", "gpu-01");
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->verdicts == 1);
+  clock.advance(40 * kSec);
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->sequence == 0);  // the verdict's batch still waits: no keepalive behind it
+}
