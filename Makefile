@@ -13,12 +13,20 @@ TSAN_BUILD ?= build-tsan
 SANITIZER_CMAKE = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
 	"-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFAULTLINE_FUZZ=OFF
 
-.PHONY: all deps configure build demo test bench clean package fuzz test-asan chaos
+# `make package`: the .deb files in $(PACKAGE_BUILD), a build of its own with only the build
+# dependencies (scripts/install-deps.sh --package: no tests, so no Catch2, PostgreSQL server,
+# Chromium or npm on a packaging host) and only the three packaged binaries built.
+PACKAGE_BUILD ?= build-package
+
+.PHONY: all deps package-deps configure build demo test bench clean package fuzz test-asan chaos
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
+
+package-deps:
+	@bash scripts/install-deps.sh --package
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2
@@ -63,8 +71,11 @@ chaos: configure
 		--fault-ms 400 --flood-seconds 60 --flood-rate 100000 --drain-seconds 300 --disk-restarts true \
 		--site-clock-steps true --central-clock-steps true
 
-package: build
-	cd $(BUILD) && cpack -G DEB
+package: package-deps
+	cmake -S . -B $(PACKAGE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 \
+		-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -DBUILD_TESTING=OFF -DFAULTLINE_FUZZ=OFF
+	cmake --build $(PACKAGE_BUILD) -j$(JOBS) --target faultline faultline-agent faultline-aggregator
+	cd $(PACKAGE_BUILD) && cpack -G DEB
 
 bench: build
 	cmake --build $(BUILD) -j$(JOBS) --target faultline_bench
@@ -72,4 +83,4 @@ bench: build
 	@bash bench/extract.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(PACKAGE_BUILD)

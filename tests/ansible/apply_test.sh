@@ -123,14 +123,54 @@ changed() {
   echo $n
 }
 
-# 1. Check mode on an empty root: no failure, nothing written.
+# 1. Check mode on an empty root: no failure, nothing written. Then the same with the services
+# managed (a fresh host as an operator dry-runs it: no unit installed yet, so nothing to enable,
+# start, restart or reload), and the shipped group_vars: a site aggregator without the central's
+# ingest is refused with a clear message (nothing hard-coded stands in for it).
 if [ "$mode" != apply ]; then
+  empty_roots() {
+    local r
+    for r in "$root" "$site_root" "$node_root"; do
+      [ -z "$(find "$r" -mindepth 1 -print -quit)" ] || fail "check mode ($1) wrote into $r: $(find "$r" -mindepth 1)"
+    done
+  }
   run check-empty --check || fail "check mode on an empty root failed"
-  for r in "$root" "$site_root" "$node_root"; do
-    [ -z "$(find "$r" -mindepth 1 -print -quit)" ] || fail "check mode wrote into $r: $(find "$r" -mindepth 1)"
-  done
+  empty_roots "services off"
+  run check-empty-services --check --diff -e faultline_manage_services=true \
+    || fail "check mode on an empty root with faultline_manage_services=true failed"
+  grep -qE '^skipping: .*' <(sed -n '/Enable and start faultline-aggregator/,/^TASK/p' "$tmp/check-empty-services.log") \
+    || fail "check mode with services: 'Enable and start faultline-aggregator' was not skipped for want of its unit"
+  empty_roots "services on"
+  shipped=$tmp/shipped
+  mkdir -p "$shipped"
+  cp -r "$src/ansible/inventory/group_vars" "$shipped/"
+  # The same aggregators, no nodes, and no host_vars (edge01's upstream is in $tmp/host_vars).
+  sed '/^\[gpu_nodes\]/q' "$tmp/inventory.ini" > "$shipped/inventory.ini"
+  if inventory=$shipped/inventory.ini run check-no-upstream --check 2>/dev/null; then
+    fail "a site aggregator without faultline_aggregator_relay_upstream passed (the shipped group_vars hard-code one?)"
+  fi
+  grep -q 'faultline_aggregator_relay_upstream is not set' "$tmp/check-no-upstream.log" \
+    || fail "a site aggregator without faultline_aggregator_relay_upstream: no clear error: $(grep -E 'fatal|msg' "$tmp/check-no-upstream.log")"
+  empty_roots "no upstream"
+  # The example inventory's edge site, uncommented: its nodes reach the site's aggregator on the
+  # site's network, so they get no edge mode (the thin link is the relay's).
+  python3 - "$src/ansible/inventory/example.ini" > "$shipped/example.ini" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+start = lines.index("# [site_a_aggregator]")
+config = re.compile(r"^# (\[[a-z_:]+\]|[A-Za-z0-9_.\[\]:-]+|[a-z_]+=\S+)$")
+print("\n".join(l[2:] if i >= start and config.match(l) else l for i, l in enumerate(lines)))
+PY
+  grep -qx 'faultline_aggregator_group=site_a_aggregator' "$shipped/example.ini" || fail "example.ini: no site example to check"
+  ANSIBLE_INVENTORY_UNPARSED_FAILED=1 ansible-inventory -i "$shipped/example.ini" --host gpu-a001.site-a.example.net > "$tmp/site-node-vars.json" \
+    || fail "ansible-inventory on the example inventory's site"
+  python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+assert v.get("faultline_aggregator_group") == "site_a_aggregator", v
+assert str(v.get("faultline_agent_edge_mode", False)).lower() not in ("true", "yes", "1"), v' "$tmp/site-node-vars.json" \
+    || fail "example.ini: the edge site's nodes (on their site's network) get edge mode: $(cat "$tmp/site-node-vars.json")"
   if [ "$mode" = check-fresh ]; then
-    echo "apply_test: ok (check mode on an empty root)"
+    echo "apply_test: ok (check mode on an empty root, services off and on; a site without its upstream refused)"
     exit 0
   fi
 fi
@@ -361,18 +401,31 @@ rows = [a for a in json.load(sys.stdin) if a.get("agent_id") == "testnode01"]
 sys.exit(0 if rows and all(bool(a.get("live")) == want for a in rows) else 1)' "$1"
   }
   wait_for "the aggregator never listed testnode01 live" 20 eval 'running "$agent_pid" agent && is_live true'
+  # The role's own command and URL: the CLI found on PATH, the API where the aggregator's
+  # variables say it listens (its faultline_aggregator_http_listen, 127.0.0.1, and _http_port, here
+  # the ephemeral port), nothing hard-coded.
   health=(--limit localhost --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (command)'
-          -e "faultline_agent_health_check_command='${agents_json[*]}'")
-  run live-healthy "${health[@]}" -e faultline_agent_health_check_retries=5 -e faultline_agent_health_check_delay=1 \
-    || fail "the health check failed against the live aggregator and agent"
+          -e "$(python3 -c 'import json, sys, yaml
+k = "faultline_agent_health_check_command"
+print(json.dumps({k: yaml.safe_load(open(sys.argv[1]))[k]}))' "$src/ansible/roles/faultline_agent/defaults/main.yml")"
+          -e faultline_aggregator_http_port="$port")
+  PATH=$(dirname "$cli_bin"):$PATH run live-healthy "${health[@]}" -e faultline_agent_health_check_retries=5 \
+    -e faultline_agent_health_check_delay=1 || fail "the health check failed against the live aggregator and agent"
   grep -qE '^ok: \[localhost( -> localhost)?\]' \
     <(sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK/p' "$tmp/live-healthy.log") \
     || fail "the live health check did not run: $(cat "$tmp/live-healthy.log")"
+  run live-healthy-http --limit localhost -e faultline_aggregator_http_port="$port" -e faultline_agent_health_check=http \
+    --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (HTTP /agents)' \
+    -e faultline_agent_health_check_retries=5 -e faultline_agent_health_check_delay=1 \
+    || fail "the HTTP health check failed against the live aggregator and agent"
+  grep -qE '^ok: \[localhost( -> localhost)?\]' \
+    <(sed -n '/Wait until the aggregator hears the agent (HTTP/,/^TASK/p' "$tmp/live-healthy-http.log") \
+    || fail "the live HTTP health check did not run: $(cat "$tmp/live-healthy-http.log")"
   kill -TERM "$agent_pid"
   wait_for "the agent did not stop on SIGTERM" 10 eval '! kill -0 "$agent_pid" 2>/dev/null'
   wait "$agent_pid" 2>/dev/null || true
   if poll 10 is_live false; then
-    if run live-gone "${health[@]}" 2>/dev/null; then
+    if PATH=$(dirname "$cli_bin"):$PATH run live-gone "${health[@]}" 2>/dev/null; then
       fail "the health check passed after the agent was stopped"
     fi
     grep -q 'Wait until the aggregator hears the agent' "$tmp/live-gone.log" || fail "live health check (gone): did not run"
@@ -487,4 +540,29 @@ for r in "$rep_root1" "$rep_root2"; do
     || fail "emptying the store URL left the drop-in or aggregator-store.env under $r"
 done
 
-echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, live health check, relay assert, PostgreSQL replicas)"
+# 9. Rollback (faultline_agent_rollback): the installed agent (here the build's, standing in for an
+# older one) opens a copy of the node's spool; a spool of a newer schema than it knows is moved
+# aside with a clear line, one it accepts stays.
+spool_dir=$node_root/var/lib/faultline-agent
+mkdir -p "$spool_dir"
+make_spool() {  # make_spool USER_VERSION: a spool file with that schema version
+  rm -f "$spool_dir/spool.db" "$spool_dir/spool.db-wal" "$spool_dir/spool.db-shm"
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA user_version=%d" % int(sys.argv[2])); c.commit(); c.close()' \
+    "$spool_dir/spool.db" "$1"
+}
+rollback=(--limit sitenode01 -e faultline_agent_rollback=true -e "faultline_agent_binary=$agent_bin")
+make_spool 999
+run rollback-newer "${rollback[@]}" || fail "the rollback run failed on a newer spool"
+[ ! -e "$spool_dir/spool.db" ] || fail "rollback: the newer spool was not moved aside"
+aside=$(ls "$spool_dir"/spool.db.newer-* 2>/dev/null | head -1)
+[ -n "$aside" ] || fail "rollback: no spool.db.newer-* beside the moved spool: $(ls "$spool_dir")"
+grep -q "faultline rollback: the installed agent refuses the spool .*spool schema version 999 is newer than this agent.*moved aside to .*spool.db.newer-" \
+  "$tmp/rollback-newer.log" || fail "rollback: no clear line about the moved spool: $(grep -A3 'move a spool' "$tmp/rollback-newer.log")"
+make_spool 0
+run rollback-current "${rollback[@]}" || fail "the rollback run failed on a spool the agent accepts"
+[ -e "$spool_dir/spool.db" ] || fail "rollback: a spool the installed agent accepts was moved"
+[ "$(ls "$spool_dir"/spool.db.newer-* 2>/dev/null | wc -l)" -eq 1 ] || fail "rollback: a spool the installed agent accepts was moved aside"
+grep -q "the installed agent accepts the spool" "$tmp/rollback-current.log" || fail "rollback: the accepted spool was not reported"
+
+echo "apply_test: ok (apply with a site relay, idempotent second apply, check mode, health check, live health check, relay assert, PostgreSQL replicas, rollback)"
