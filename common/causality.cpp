@@ -169,7 +169,7 @@ struct Loader {
       ex.symptoms.push_back({kv.first.as<std::string>(), std::move(s)});
     }
     static const std::set<std::string> kEffects = {"consequence", "context", "wrapper", "peer",
-                                                   "job_wide",    "persists", "service", "between", "none", "dropped"};
+                                                   "job_wide",    "persists", "service", "between", "locates", "none", "dropped"};
     for (const auto& kv : n["expect"]) {
       auto name = kv.first.as<std::string>(), eff = kv.second.as<std::string>();
       if (!kEffects.count(eff)) add(kv.second, fmt::format("unknown expected effect '{}'", eff));
@@ -238,7 +238,8 @@ struct Loader {
         {"consequence", RelationEffect::kConsequence}, {"context", RelationEffect::kContext},
         {"wrapper", RelationEffect::kWrapper},         {"peer", RelationEffect::kPeer},
         {"job_wide", RelationEffect::kJobWide},        {"persists", RelationEffect::kPersists},
-        {"service", RelationEffect::kService},         {"between", RelationEffect::kBetween}};
+        {"service", RelationEffect::kService},         {"between", RelationEffect::kBetween},
+        {"locates", RelationEffect::kLocates}};
     auto effect = n["effect"].as<std::string>();
     if (auto it = kEffect.find(effect); it != kEffect.end()) r.effect = it->second;
     else add(n["effect"], fmt::format("unknown effect '{}'", effect));
@@ -248,8 +249,8 @@ struct Loader {
     shape(n, r);
     if (n["peer_field"]) r.peer_field = n["peer_field"].as<std::string>();
     r.plausible = enums<SubDomain>(n["plausible"], parseSubDomain, "sub_domain");
-    const bool needs_cause = r.effect == RelationEffect::kWrapper;
-    if (needs_cause && !r.cause) add(n, "a wrapper relation names its detail in 'cause'");
+    if (r.effect == RelationEffect::kWrapper && !r.cause) add(n, "a wrapper relation names its detail in 'cause'");
+    if (r.effect == RelationEffect::kLocates && !r.cause) add(n, "a locates relation names the report that places it in 'cause'");
     if (r.effect == RelationEffect::kPersists && !r.until) add(n, "a persists relation names what ends the fault in 'until'");
     if (r.effect == RelationEffect::kWrapper && r.plausible.empty()) add(n, "a wrapper relation lists its 'plausible' domains");
     if (!n["examples"] || !n["examples"].IsSequence() || n["examples"].size() == 0) add(n["examples"], "'examples' must be a non-empty list");
@@ -277,6 +278,7 @@ std::string_view relationEffectName(RelationEffect e) {
     case RelationEffect::kPersists: return "persists";
     case RelationEffect::kService: return "service";
     case RelationEffect::kBetween: return "between";
+    case RelationEffect::kLocates: return "locates";
   }
   return "consequence";
 }

@@ -55,6 +55,8 @@ enum class RelationEffect {
                  // file system's quota, the scheduler's controller): a verdict it anchors names no node
   kBetween,      // the fault lies between the node and a peer (a connection neither end is shown to
                  // break): a verdict it anchors names no node
+  kLocates,      // the symptom carries no node (a daemon's stderr relayed without its host); the
+                 // cause, a report that names where it failed, places it when it names one node
 };
 
 enum class RelationScope { kSameDevice, kSameNode, kOtherNode, kAnyNode };
@@ -67,8 +69,8 @@ struct RelationExample {
   std::vector<Entry> symptoms;
   std::vector<std::string> job_nodes;  // empty: the nodes the symptoms name
   int64_t job_start_offset_ns = 0;     // job start relative to t=0 of the example
-  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists", "service", "between"
-  // or "none" (the relation leaves it alone).
+  // name -> expected effect: "consequence", "context", "wrapper", "peer", "job_wide", "persists", "service", "between",
+  // "locates" or "none" (the relation leaves it alone).
   std::map<std::string, std::string> expect;
   int line = 0;
 };

@@ -471,6 +471,7 @@ class RelationPass {
         it.elsewhere = r.effect;
         return true;
       case RelationEffect::kPersists: return false;  // decided in scope
+      case RelationEffect::kLocates: return false;   // decided before the pass (locate)
     }
     return false;
   }
@@ -487,7 +488,39 @@ class RelationPass {
 
 }  // namespace
 
+// Before the pass, whose indexes are by node: a symptom no line places on a node (a daemon's
+// stderr relayed by its launcher without a host) takes the node that its `locates` relation's
+// cause names, when every such cause names the same one. Two nodes named is a failure on both:
+// the symptom stays without a node.
+void locate(std::vector<Item>& items, const std::vector<Relation>& relations) {
+  bool moved = false;
+  for (const Relation& r : relations) {
+    if (r.effect != RelationEffect::kLocates || !r.cause) continue;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Item& it = items[i];
+      if (!it.s.node.empty() || !matchesKind(r.symptom, it.s) || !matchesState(r.symptom, it.s, {it.eff, it.nvswitch}))
+        continue;
+      std::set<std::string_view> nodes;
+      std::string_view by;
+      for (size_t j = 0; j < items.size(); ++j) {
+        const Item& c = items[j];
+        if (j == i || c.s.node.empty() || !matchesKind(*r.cause, c.s) || !matchesState(*r.cause, c.s, {c.eff, c.nvswitch}) ||
+            !causePlaced(r, it.s, c.s, j < i))
+          continue;
+        nodes.insert(c.s.node);
+        by = c.s.rule_id;
+      }
+      if (nodes.size() != 1) continue;
+      it.s.node.assign(*nodes.begin());
+      it.because = fmt::format("placed on {}, where {} says it failed {}", it.s.node, by, tag("causality", r.id));
+      moved = true;
+    }
+  }
+  if (moved) std::stable_sort(items.begin(), items.end(), earlier);
+}
+
 void applyRelations(std::vector<Item>& items, const std::vector<Relation>& relations) {
+  locate(items, relations);
   RelationPass(items, relations).run();
 }
 

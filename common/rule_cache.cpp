@@ -187,7 +187,7 @@ class Reader {
   static constexpr uint32_t enumMax(Role) { return static_cast<uint32_t>(Role::kContext); }
   static constexpr uint32_t enumMax(Severity) { return static_cast<uint32_t>(Severity::kCritical); }
   static constexpr uint32_t enumMax(SourceKind) { return static_cast<uint32_t>(SourceKind::kApplication); }
-  static constexpr uint32_t enumMax(RelationEffect) { return static_cast<uint32_t>(RelationEffect::kBetween); }
+  static constexpr uint32_t enumMax(RelationEffect) { return static_cast<uint32_t>(RelationEffect::kLocates); }
   static constexpr uint32_t enumMax(RelationScope) { return static_cast<uint32_t>(RelationScope::kAnyNode); }
   std::string_view in_;
   bool ok_ = true;

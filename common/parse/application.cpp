@@ -12,6 +12,11 @@
 // Python tracebacks, "Traceback (most recent call last):" through the exception line (chained
 // tracebacks included), become one record. Ranks interleave their output, so each rank (and the
 // unprefixed stream, rank -1) has its own pending traceback.
+//
+// Open MPI's, PRRTE's and PMIx's help messages (show_help) come framed by two lines of exactly 74
+// dashes; the lines between become one record, so that a message's fields ("Local host:", the
+// node a lost daemon ran on) stay with its header. A frame that does not close within
+// kHelpMaxLines lines (another program's ruler) gives its lines back one record each.
 #include <algorithm>
 #include <unordered_map>
 #include <utility>
@@ -143,6 +148,20 @@ std::string_view ncclHost(std::string_view s) {
   return token.substr(0, c1);
 }
 
+// The frame of Open MPI's show_help output (opal/util/show_help.c, prrte and openpmix the same).
+constexpr std::string_view kHelpRule =
+    "--------------------------------------------------------------------------";
+static_assert(kHelpRule.size() == 74);
+// Open MPI's longest help messages run to about 30 lines.
+constexpr uint64_t kHelpMaxLines = 48;
+
+// A help message being read: its lines, each already a record of its own (blank lines have no
+// text), handed back one by one if the frame never closes.
+struct HelpBlock {
+  std::vector<LogRecord> lines;
+  uint64_t opened = 0;  // physical line of the opening frame
+};
+
 struct Pending {
   enum class State { kFrames, kAfterException, kChained };
   LogRecord record;
@@ -210,6 +229,27 @@ class ApplicationParser final : public LineParser {
           t.remove_prefix(shape.size());
         if (continuePending(it, t, stamped && !transport_stamp)) return;
       }
+    }
+    if (!help_.empty()) expireHelp();
+    if (t == kHelpRule) {
+      skipLine(SkipKind::kOther, "");
+      if (auto b = help_.find(rank); b != help_.end()) {
+        finishHelp(b);
+      } else {
+        help_[rank].opened = line_no_;
+      }
+      return;
+    }
+    if (auto b = help_.find(rank); b != help_.end()) {
+      if (!t.empty()) {
+        const std::string_view host = ncclHost(t);
+        if (!host.empty()) rec.host.assign(host);
+        else if (!prefix_host.empty()) rec.host.assign(prefix_host);
+        rec.text.assign(t);
+      }
+      rec.line = line_no_;
+      b->second.lines.push_back(rec);
+      return;
     }
     if (t.empty()) {
       skipLine(SkipKind::kOther, "");
@@ -322,7 +362,59 @@ class ApplicationParser final : public LineParser {
     pending_.erase(it);
   }
 
+  // The message between the frames as one record: its first line's clocks, host and rank; blank
+  // lines inside it stay in the text, blank lines around it are skipped.
+  void finishHelp(std::unordered_map<int, HelpBlock>::iterator b) {
+    std::vector<LogRecord>& lines = b->second.lines;
+    auto filled = [](const LogRecord& r) { return !r.text.empty(); };
+    const auto first = std::find_if(lines.begin(), lines.end(), filled);
+    if (first == lines.end()) {
+      giveBackHelp(b);
+      return;
+    }
+    const auto last = std::find_if(lines.rbegin(), lines.rend(), filled).base() - 1;
+    size_t bytes = 0;
+    for (auto it = first; it <= last; ++it) bytes += it->text.size() + 1;
+    if (static_cast<size_t>(last - first + 1) > options_.max_record_lines || bytes > options_.max_record_bytes) {
+      giveBackHelp(b);
+      return;
+    }
+    for (auto it = lines.begin(); it != lines.end(); ++it)
+      if (it < first || it > last) skipLine(SkipKind::kOther, "", it->line);
+    const uint64_t last_line = last->line;
+    LogRecord joined = std::move(*first);
+    for (auto it = first + 1; it <= last; ++it) {
+      joined.text.push_back('\n');
+      joined.text.append(it->text);
+    }
+    emit(std::move(joined), last_line);
+    help_.erase(b);
+  }
+
+  // A frame that did not close: its lines, as they would have been without it.
+  void giveBackHelp(std::unordered_map<int, HelpBlock>::iterator b) {
+    for (LogRecord& r : b->second.lines) {
+      const uint64_t line = r.line;
+      if (r.text.empty()) skipLine(SkipKind::kOther, "", line);
+      else emit(std::move(r), line);
+    }
+    help_.erase(b);
+  }
+
+  void expireHelp() {
+    for (auto it = help_.begin(); it != help_.end();) {
+      auto next = std::next(it);
+      if (line_no_ - it->second.opened > kHelpMaxLines) giveBackHelp(it);
+      it = next;
+    }
+  }
+
   void onEnd() override {
+    std::vector<int> open;
+    open.reserve(help_.size());
+    for (const auto& [rank, b] : help_) open.push_back(rank);
+    std::sort(open.begin(), open.end(), [this](int a, int b) { return help_.at(a).opened < help_.at(b).opened; });
+    for (int rank : open) giveBackHelp(help_.find(rank));
     std::vector<int> ranks;
     ranks.reserve(pending_.size());
     for (const auto& [rank, p] : pending_) ranks.push_back(rank);
@@ -431,6 +523,7 @@ class ApplicationParser final : public LineParser {
   }
 
   std::unordered_map<int, Pending> pending_;
+  std::unordered_map<int, HelpBlock> help_;
   LogRecord line_rec_;
 };
 

@@ -193,3 +193,63 @@ TEST_CASE("application: a stamped line ends an unfinished traceback") {
   CHECK(r.records[0].text == "Traceback (most recent call last):\n  File \"a\", line 1");
   CHECK(r.records[1].text == "INFO next");
 }
+
+// Open MPI's show_help frame: two lines of exactly 74 dashes.
+const std::string kOmpiRule(74, '-');
+
+TEST_CASE("application: an Open MPI help message between its frames is one record") {
+  const std::string input = "ld.so.1: orted: fatal: relocation error: file libx.so: symbol strnlen: referenced symbol not found\n" +
+                            kOmpiRule + "\n" +
+                            "ORTE has lost communication with its daemon located on node:\n"
+                            "\n"
+                            "  hostname:  sunpc1\n"
+                            "\n"
+                            "This is usually due to either a failure of the TCP network\n" +
+                            kOmpiRule + "\n" + "after\n";
+  auto r = parseAll(LogFormat::kApplication, input);
+  REQUIRE(r.records.size() == 3);
+  CHECK(r.records[1].text ==
+        "ORTE has lost communication with its daemon located on node:\n"
+        "\n"
+        "  hostname:  sunpc1\n"
+        "\n"
+        "This is usually due to either a failure of the TCP network");
+  CHECK(r.records[1].line == 3);
+  CHECK(r.records[2].text == "after");
+  // The two frames are skipped; every other line is in a record.
+  CHECK(r.report.skipped == 2);
+  CHECK(lineCountOf(r.records) + r.report.skipped == r.report.lines);
+}
+
+TEST_CASE("application: help frames are per rank, and blank lines around the message are skipped") {
+  const std::string input = "3: " + kOmpiRule + "\n" +
+                            "4: not part of rank 3's message\n"
+                            "3: \n"
+                            "3: The OpenFabrics stack has reported a network error event.\n"
+                            "3:   Local host:        bones\n"
+                            "3:   Error number:      10 (IBV_EVENT_PORT_ERR)\n"
+                            "3: \n"
+                            "3: " + kOmpiRule + "\n";
+  auto r = parseAll(LogFormat::kApplication, input);
+  REQUIRE(r.records.size() == 2);
+  CHECK(r.records[0].text == "not part of rank 3's message");
+  CHECK(r.records[1].rank == 3);
+  CHECK(r.records[1].text ==
+        "The OpenFabrics stack has reported a network error event.\n"
+        "  Local host:        bones\n"
+        "  Error number:      10 (IBV_EVENT_PORT_ERR)");
+  CHECK(r.report.skipped == 4);
+  CHECK(lineCountOf(r.records) + r.report.skipped == r.report.lines);
+}
+
+TEST_CASE("application: a ruler that never closes gives its lines back one record each") {
+  std::string input = kOmpiRule + "\n";
+  for (int i = 0; i < 60; ++i) input += "epoch " + std::to_string(i) + "\n";
+  auto r = parseAll(LogFormat::kApplication, input);
+  REQUIRE(r.records.size() == 60);
+  CHECK(r.records.front().text == "epoch 0");
+  CHECK(r.records.back().text == "epoch 59");
+  // Other widths are no frame at all.
+  auto other = parseAll(LogFormat::kApplication, std::string(40, '-') + "\nloss 1\n" + std::string(40, '-') + "\n");
+  CHECK(other.records.size() == 3);
+}
