@@ -346,8 +346,10 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end" || parts[2] == "output"))
     return error(405, "POST only: a job event or a job's output is written, not read");
 
-  const json relay = relay_status_ ? relay_status_() : json(nullptr);
+  // A site relay's uplink, asked only by the two paths that show it (it reads the outbox).
+  auto relayStatus = [&] { return relay_status_ ? relay_status_() : json(nullptr); };
   if (path == "/healthz") {
+    const json relay = relayStatus();
     auto c = store_.counts();
     json health{{"status", "ok"},
                 {"schema_version", store_.schemaVersion()},
@@ -371,7 +373,7 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
       gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
       gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
     }
-    if (relay.is_object()) {
+    if (const json relay = relayStatus(); relay.is_object()) {
       gauges["faultline_relay_link_up"] = relay.value("link_up", false) ? 1.0 : 0.0;
       gauges["faultline_relay_link_failed_attempts"] = relay.value("failed_attempts", 0.0);
     }

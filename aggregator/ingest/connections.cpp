@@ -4,27 +4,27 @@ namespace faultline::aggregator {
 
 void ConnectionTracker::accepted(int fd) {
   std::lock_guard lock(mu_);
-  fds_[fd] = ++generations_;
+  fds_[fd] = Connection{++generations_, ""};
 }
 
 void ConnectionTracker::disconnected(int fd, int64_t now_ns) {
   std::lock_guard lock(mu_);
   auto it = fds_.find(fd);
   if (it == fds_.end()) return;
-  const uint64_t generation = it->second;
+  const Connection c = std::move(it->second);
   fds_.erase(it);
-  for (auto& [host, b] : hosts_)
-    if (b.fd == fd && b.generation == generation && b.disconnected_ns == 0) b.disconnected_ns = now_ns;
+  // The host is unbound only if this connection is still the one it was last seen on.
+  if (auto h = hosts_.find(c.host); h != hosts_.end() && h->second.generation == c.generation &&
+                                    h->second.disconnected_ns == 0)
+    h->second.disconnected_ns = now_ns;
 }
 
 void ConnectionTracker::seen(const std::string& host, int fd) {
   std::lock_guard lock(mu_);
   auto it = fds_.find(fd);
   if (it == fds_.end()) return;  // read after its connection closed
-  Binding& b = hosts_[host];
-  b.fd = fd;
-  b.generation = it->second;
-  b.disconnected_ns = 0;
+  it->second.host = host;
+  hosts_[host] = Binding{it->second.generation, 0};
 }
 
 int64_t ConnectionTracker::disconnectedAt(const std::string& host) const {

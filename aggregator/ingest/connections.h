@@ -33,14 +33,17 @@ class ConnectionTracker {
   int64_t disconnectedAt(const std::string& host) const;
 
  private:
+  struct Connection {
+    uint64_t generation = 0;
+    std::string host;  // "" until a message arrived on it
+  };
   struct Binding {
-    int fd = -1;
     uint64_t generation = 0;
     int64_t disconnected_ns = 0;
   };
   mutable std::mutex mu_;
   uint64_t generations_ = 0;
-  std::map<int, uint64_t> fds_;  // open connections' fds -> generation
+  std::map<int, Connection> fds_;  // open connections, by fd
   std::map<std::string, Binding> hosts_;
 };
 

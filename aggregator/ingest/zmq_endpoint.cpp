@@ -30,11 +30,16 @@ std::string peerAddress(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return "";
   char text[INET6_ADDRSTRLEN] = {};
   const void* addr = ss.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr)
                                               : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr);
-  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return "";
   return ::inet_ntop(ss.ss_family, addr, text, sizeof text) ? text : "";
+}
+
+// An Ingestor reject that is an identity refused (listed as a refusal, not only logged).
+bool identityRefused(const std::string& reason) {
+  return reason == "hostname mismatch" || reason == "relay: site mismatch";
 }
 
 bool powerOfTen(uint64_t n) {
@@ -259,8 +264,6 @@ void ZmqEndpoint::monitorLoop() {
           if (it != peers.end()) peers.erase(it);
           if (!failed) continue;
           Refusal r;
-          char code[16];
-          std::snprintf(code, sizeof code, "0x%08x", *failed);
           if (*failed == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) {
             r.reason = "wrong server key";
             r.detail = "its CurveZMQ HELLO does not open with this aggregator's key";
@@ -268,6 +271,8 @@ void ZmqEndpoint::monitorLoop() {
             r.reason = "not CURVE";
             r.detail = "its ZMTP greeting names another security mechanism";
           } else {
+            char code[16];
+            std::snprintf(code, sizeof code, "0x%08x", *failed);
             r.reason = "protocol error";
             r.detail = std::string("ZMTP protocol error ") + code;
           }
@@ -374,7 +379,7 @@ void ZmqEndpoint::fillPass(Pass& pass) {
       IngestResult rejected;
       it.batch = ingestor_.decodeBatch(it.s->plain.payload, it.s->host, &it.sequence, &rejected);
       if (!it.batch) {
-        if (rejected.reason == "hostname mismatch")
+        if (identityRefused(rejected.reason))
           refuse({rejected.reason, it.s->peer, "", it.s->host, rejected.detail}, true);
         else
           reject("", it.s->who, rejected.reason);
@@ -577,7 +582,7 @@ void ZmqEndpoint::dispatch(Screened& s, Outcome& out) {
                    : ingestor_.ingestBytes(payload, routing_id, host, &sequence);
     if (r.status == IngestResult::Status::kRejected) {
       // Counted by the Ingestor; only logged here (refusals also listed).
-      if (r.reason == "hostname mismatch" || r.reason == "relay: site mismatch")
+      if (identityRefused(r.reason))
         return refuse({r.reason, s.peer, "", host, r.detail}, true);
       return note(out, "", who, r.reason + (r.detail.empty() ? "" : " (" + r.detail + ")"));
     }

@@ -54,7 +54,6 @@ void LinkWatch::trouble(Link& link, const std::string& endpoint, State s, int pr
   link.logged_state = s;
   link.logged_ns = now;
   link.failures_at_log = link.failures;
-  ++lines_;
   sink_(priority, text);
 }
 
@@ -67,7 +66,6 @@ void LinkWatch::unacknowledged(uint64_t timed_out) {
   for (const auto& [ep, link] : links_)
     if (link.state == State::kUp) endpoint = ep;
   if (endpoint.empty()) return;
-  ++lines_;
   sink_(3, fmt::format("{}: {}: the aggregator takes the connection but acknowledged none of {} batches sent: it "
                        "refuses them, and its log and `faultline agents --refusals` say why (a key filed under "
                        "another name than {}: another hostname, or another site)",
@@ -136,8 +134,7 @@ void LinkWatch::onEvent(uint16_t event, uint32_t value, const std::string& endpo
       link.state = State::kUp;
       link.lost_logged_ns = lost_logged;
       if (recovered) {
-        ++lines_;
-        const int64_t secs = since ? (clock_.steadyNs() - since) / 1'000'000'000 : 0;
+              const int64_t secs = since ? (clock_.steadyNs() - since) / 1'000'000'000 : 0;
         sink_(6, failures ? fmt::format("{}: {}: connected after {} failed attempts in {} s", options_.name, endpoint,
                                         failures, secs)
                           : fmt::format("{}: {}: reconnected after {} s", options_.name, endpoint, secs));
@@ -152,8 +149,7 @@ void LinkWatch::onEvent(uint16_t event, uint32_t value, const std::string& endpo
         link.state = State::kLost;
         link.trouble_since_ns = now;
         if (link.lost_logged_ns == 0 || now - link.lost_logged_ns >= options_.repeat_ns) {
-          ++lines_;
-          sink_(4, fmt::format("{}: {}: connection to the aggregator lost; reconnecting (batches stay spooled)",
+                  sink_(4, fmt::format("{}: {}: connection to the aggregator lost; reconnecting (batches stay spooled)",
                                options_.name, endpoint));
           link.lost_logged_ns = now;
           link.logged_state = State::kLost;

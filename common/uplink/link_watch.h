@@ -54,8 +54,6 @@ class LinkWatch {
   // Failed attempts since the endpoint's link was last up.
   uint64_t failures(const std::string& endpoint) const;
   static const char* stateName(State s);
-  // Lines written so far (tests, stats).
-  uint64_t lines() const { return lines_; }
 
  private:
   struct Link {
@@ -76,7 +74,6 @@ class LinkWatch {
   Options options_;
   Sink sink_;
   std::map<std::string, Link> links_;
-  uint64_t lines_ = 0;
   int64_t unacked_logged_ns_ = 0;
   uint64_t unacked_ = 0;  // batches timed out unacknowledged since the last line about it
 };
