@@ -2,8 +2,10 @@
 # -O2 without debug info (asserts stay on) keeps a clean build on a 2-core CI machine short.
 BUILD ?= build
 JOBS ?= 2
-# `make fuzz`: every libFuzzer target (tests/fuzz) for FUZZ_SECONDS, JOBS at a time, each into a
-# corpus kept in $(BUILD)/tests/fuzz/work/corpus/<target>; a summary line per target.
+# `make fuzz`: every libFuzzer target (tests/fuzz, built by clang++ in its own sub-build, which
+# `make build` and `make test` leave out) for FUZZ_SECONDS, JOBS at a time, each into a corpus
+# kept in $(BUILD)/tests/fuzz/work/corpus/<target>; a summary line per target. `make test` runs
+# the same targets' replay builds (seeds and fixed mutants, label "fuzz").
 FUZZ_SECONDS ?= 600
 # `make test-asan`: the whole suite under ASan+UBSan ($(ASAN_BUILD)), then the aggregator's tests
 # (its threads: ingest loop, HTTP server, verdict ticks, relay) under TSan ($(TSAN_BUILD)). clang
@@ -45,7 +47,7 @@ test: build
 # Only the fuzz sub-build is built (the clang-built targets), not the rest of the project.
 fuzz: configure
 	cmake --build $(BUILD) -j$(JOBS) --target faultline_fuzzers
-	cd $(BUILD) && FAULTLINE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest -L fuzz -j$(JOBS) --output-on-failure \
+	cd $(BUILD) && FAULTLINE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest -C fuzz -L libfuzzer -j$(JOBS) --output-on-failure \
 		--timeout $$(( $(FUZZ_SECONDS) + 600 )) -V > fuzz.log 2>&1; rc=$$?; \
 		grep -E '^[0-9]+: (fuzz_|fuzz:|==)|tests passed|Failed' fuzz.log; exit $$rc
 

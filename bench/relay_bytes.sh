@@ -31,15 +31,17 @@
 #      with every collected batch acknowledged.
 # Revisions: the samples' jobs ended in 2024, so when a job end is reported its nodes have long
 # reported past its end + margin and the evidence is in: each failed job is judged once (job_end,
-# final at once). A job judged while evidence still arrives or before its nodes have reported gets
-# more revisions (late_symptoms, settle, reported, timeout), each relayed with its whole diagnosis.
+# final at once). A job judged while evidence still arrives gets more revisions (late_symptoms):
+# LIVE_CHUNKS=K reports the ends first and feeds the logs in K parts after them. A revision that
+# changes the verdict is relayed with its whole diagnosis; one that repeats it, as a reference.
 # Relay bytes = the site's faultline_relay_sent_bytes_total over the episode (payload after zstd,
 # resends included). Agents->site = the site's faultline_ingest_received_bytes_total{type="batch"}
 # (type + payload frames); heartbeats are printed apart (periodic, not per failure).
 #
 # Usage: bench/relay_bytes.sh [BUILD_DIR]   (default: build; needs faultline,
 #        faultline-aggregator and faultline-agent built there, curl, python3; ~2.5 min on a
-#        2-core VM)   KEEP=1 keeps the temp dir (logs, databases); WAIT_S=N per-wait deadline.
+#        2-core VM)   KEEP=1 keeps the temp dir (logs, databases); WAIT_S=N per-wait deadline;
+#        LIVE_CHUNKS=K (above).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -134,6 +136,25 @@ for h in "${hosts[@]}"; do inputs+=("$tmp/in/${host_sample[$h]}/nodes/$h"/*.log)
 input_bytes=$(cat "${inputs[@]}" | wc -c)
 # Symptom occurrences the site must hold before the jobs end (the same parsers and rules).
 expected=$("$cli" --rules "$root/rules" scan -q "${inputs[@]}" | awk '$1 == "records" { print $4 }')
+# LIVE_CHUNKS=K (K > 1): the jobs end first and their nodes' logs arrive afterwards in K parts
+# (by lines), as when an epilog reports the end while agents still ship: each part that changes
+# what is known makes late_symptoms revisions. expected_part[k]: occurrences after part k.
+LIVE_CHUNKS=${LIVE_CHUNKS:-1}
+expected_part=()
+if (( LIVE_CHUNKS > 1 )); then
+  for f in "${inputs[@]}"; do
+    n=$(wc -l < "$f")
+    for ((k = 1; k <= LIVE_CHUNKS; k++)); do
+      from=$(( (k - 1) * n / LIVE_CHUNKS + 1 )) to=$(( k * n / LIVE_CHUNKS ))
+      if (( to >= from )); then sed -n "${from},${to}p" "$f"; fi > "$f.part$k"
+    done
+  done
+  for ((k = 1; k <= LIVE_CHUNKS; k++)); do
+    parts=()
+    for f in "${inputs[@]}"; do for ((j = 1; j <= k; j++)); do parts+=("$f.part$j"); done; done
+    expected_part[k]=$("$cli" --rules "$root/rules" scan -q "${parts[@]}" | awk '$1 == "records" { print $4 }')
+  done
+fi
 # One line per sample: job id, then the `faultline job end` arguments.
 for s in "${samples[@]}"; do
   python3 - "$tmp/in/$s/job.json" <<'EOF'
@@ -217,6 +238,14 @@ def settled(site_url, central_url, site, *ids):  # final at the site, the same r
             return False
     return True
 
+_quiet = {}
+def quiet(url, db, secs):  # no new verdict revision at the site for SECS, and the relay drained
+    n = one(db, "SELECT COUNT(*) FROM verdicts")[0]
+    now = time.monotonic()
+    if _quiet.get("n") != n:
+        _quiet.update(n=n, since=now)
+    return now - _quiet["since"] >= float(secs) and drained(url, db)
+
 def wait(seconds, what, check, *args):
     deadline = time.monotonic() + float(seconds)
     while not check(*args):
@@ -299,20 +328,38 @@ run_config() {
   scrape "$site_url" "$d/join.metrics"
   echo "[$name] ${#hosts[@]} agents seen, join relayed: +$((SECONDS - t0)) s" >&2
 
-  for h in "${hosts[@]}"; do
-    for f in "$tmp/in/${host_sample[$h]}/nodes/$h"/*.log; do cat "$f" >> "$d/node-$h/logs/$(basename "$f")"; done
-  done
-  look wait "$WAIT_S" "$expected symptom occurrences at the site" occurrences "$d/site.db" "$expected"
-  echo "[$name] every symptom stored at the site: +$((SECONDS - t0)) s" >&2
   # One job end at a time, the next once the central holds the previous verdict: failures that
   # end apart, each verdict in a relay batch of its own (not compressed together with others).
   local line args judged ids=()
-  while IFS= read -r line; do
-    IFS=$'\t' read -r -a args <<< "$line"
-    "$cli" --server "$site_url" --token-file "$tmp/token" job end "${args[@]}" > /dev/null
-    judged=$(look ended "$WAIT_S" "$site_url" "$central_url" "$SITE" "${args[0]}")
-    [[ -z $judged ]] || ids+=("$judged")
-  done < "$tmp/job-ends.tsv"
+  end_jobs() {
+    while IFS= read -r line; do
+      IFS=$'\t' read -r -a args <<< "$line"
+      "$cli" --server "$site_url" --token-file "$tmp/token" job end "${args[@]}" > /dev/null
+      judged=$(look ended "$WAIT_S" "$site_url" "$central_url" "$SITE" "${args[0]}")
+      [[ -z $judged ]] || ids+=("$judged")
+    done < "$tmp/job-ends.tsv"
+  }
+  if (( LIVE_CHUNKS > 1 )); then
+    end_jobs
+    local k
+    for ((k = 1; k <= LIVE_CHUNKS; k++)); do
+      for h in "${hosts[@]}"; do
+        for f in "$tmp/in/${host_sample[$h]}/nodes/$h"/*.log; do
+          cat "$f.part$k" >> "$d/node-$h/logs/$(basename "$f")"
+        done
+      done
+      look wait "$WAIT_S" "${expected_part[k]} symptom occurrences at the site" occurrences "$d/site.db" "${expected_part[k]}"
+      look wait "$WAIT_S" "the revisions of part $k relayed" quiet "$site_url" "$d/site.db" 3
+    done
+    echo "[$name] every symptom stored at the site, in $LIVE_CHUNKS parts after the job ends: +$((SECONDS - t0)) s" >&2
+  else
+    for h in "${hosts[@]}"; do
+      for f in "$tmp/in/${host_sample[$h]}/nodes/$h"/*.log; do cat "$f" >> "$d/node-$h/logs/$(basename "$f")"; done
+    done
+    look wait "$WAIT_S" "$expected symptom occurrences at the site" occurrences "$d/site.db" "$expected"
+    echo "[$name] every symptom stored at the site: +$((SECONDS - t0)) s" >&2
+    end_jobs
+  fi
   (( ${#ids[@]} )) || { echo "[$name] no job was judged failed" >&2; return 1; }
   look wait "$WAIT_S" "final verdicts at the site and the same revisions at the central" \
     settled "$site_url" "$central_url" "$SITE" "${ids[@]}"
@@ -341,8 +388,8 @@ echo "input: ${#samples[@]} samples (${samples[*]}); ${#hosts[@]} nodes, one fau
 for s in "${skipped[@]}"; do echo "skipped: $s"; done
 echo "per configuration: a fresh central + site aggregator and fleet; agents' compression = the relay's"
 echo
-printf '%-15s %6s %9s %12s %9s %7s %10s %14s %6s\n' config failed "relay B" "B/failed job" verdicts events \
-  summaries "agents->site B" ratio
+printf '%-15s %6s %9s %12s %9s %9s %7s %10s %14s %6s\n' config failed "relay B" "B/failed job" verdicts "as refs" \
+  events summaries "agents->site B" ratio
 bad=0
 for c in "${configs[@]}"; do
   read -r jobs _ < "$tmp/run-$c/jobs"
@@ -353,8 +400,8 @@ for c in "${configs[@]}"; do
   events=$(( $(rfield "$c" node_events) - join_items ))
   summaries=$(( items - verdicts - events ))
   batch=$(val "$c" site 'faultline_ingest_received_bytes_total{type="batch"}')
-  printf '%-15s %6s %9s %12s %9s %7s %10s %14s %6s\n' "$c" "$jobs" "$relay" "$((relay / jobs))" "$verdicts" "$events" \
-    "$summaries" "$batch" "$(ratio "$batch" "$relay")"
+  printf '%-15s %6s %9s %12s %9s %9s %7s %10s %14s %6s\n' "$c" "$jobs" "$relay" "$((relay / jobs))" "$verdicts" \
+    "$(val "$c" site faultline_relay_confirmed_revisions_total)" "$events" "$summaries" "$batch" "$(ratio "$batch" "$relay")"
   # The central must have stored what the site sent: every batch, revision and summary.
   if [[ $(val "$c" central 'faultline_relay_batches_total{result="stored"}') != $(val "$c" site faultline_relay_collected_batches_total) ||
         $(val "$c" central faultline_relay_verdicts_total) != "$verdicts" ||
@@ -365,6 +412,7 @@ for c in "${configs[@]}"; do
 done
 echo
 echo "relay B: the site's faultline_relay_sent_bytes_total over the episode (after zstd, resends included)"
+echo "as refs: of the verdict revisions, those that repeated the verdict before them, relayed as a reference to it"
 echo "agents->site B: the site's faultline_ingest_received_bytes_total{type=\"batch\"} (type + payload frames)"
 printf 'join, not above: relay B for the %s agent_seen node events:' "${#hosts[@]}"
 for c in "${configs[@]}"; do printf ' %s %s;' "$c" "$(val "$c" join faultline_relay_sent_bytes_total)"; done

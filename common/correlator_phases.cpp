@@ -322,12 +322,14 @@ class RelationPass {
   }
 
   void run() {
+    decided_.assign(items_.size(), Decided{});
     for (size_t i = 0; i < items_.size(); ++i) {
       bool role_decided = false;
       for (size_t r : kinds_[kind_of_[i]].relations)
         if (matchesState(relations_[r].symptom, items_[i].s, {items_[i].eff, items_[i].nvswitch}))
           applyOne(i, r, role_decided);
     }
+    breakCycles();
   }
 
  private:
@@ -429,6 +431,22 @@ class RelationPass {
     return it->second;
   }
 
+  // Two items made each other's consequence (a relation whose cause side does not ask for a root,
+  // and a later one that found the other still a root, as at one stamp): the relation loaded first
+  // decides, as it would for one symptom; the other item gets back the role and reason it had
+  // before. Neither is then left as the cascade of a cascade.
+  void breakCycles() {
+    for (size_t i = 0; i < items_.size(); ++i) {
+      const Decided& d = decided_[i];
+      if (!d.set || !d.cause) continue;
+      const Decided& other = decided_[*d.cause];
+      if (!other.set || other.cause != i || d.relation < other.relation) continue;
+      items_[i].eff = d.eff_before;
+      items_[i].because = d.because_before;
+      decided_[i].set = false;
+    }
+  }
+
   // Applies one relation to one item; returns whether it changed or marked it.
   bool applyOne(size_t i, size_t r_index, bool& role_decided) {
     Item& it = items_[i];
@@ -439,6 +457,7 @@ class RelationPass {
         if (role_decided) return false;
         std::optional<size_t> j;
         if (r.cause && !(j = findCause(i, r_index))) return false;
+        decided_[i] = {true, r_index, j, it.eff, it.because};
         if (r.effect == RelationEffect::kContext) it.eff = Role::kContext;
         else if (it.eff == Role::kRoot) it.eff = Role::kCascade;
         it.because = because(r_index, j, 0);
@@ -476,8 +495,19 @@ class RelationPass {
     return false;
   }
 
+  // Per item: the consequence/context relation that decided its role, its cause, and what it had
+  // before (breakCycles).
+  struct Decided {
+    bool set = false;
+    size_t relation = 0;
+    std::optional<size_t> cause;
+    Role eff_before = Role::kRoot;
+    std::string because_before;
+  };
+
   std::vector<Item>& items_;
   const std::vector<Relation>& relations_;
+  std::vector<Decided> decided_;
   std::vector<Kind> kinds_;
   std::vector<uint32_t> kind_of_;  // per item
   std::vector<uint32_t> node_of_;  // per item

@@ -34,6 +34,7 @@ std::string encodeRelayBatch(const RelayBatchData& batch) {
     for (unsigned k = 0; k < missing.size(); ++k) missing.set(k, v.missing_nodes[k]);
     b.setDiagnosisJson(v.diagnosis_json);
     b.setSymptoms(v.symptoms);
+    b.setConfirms(v.confirms);
   }
   auto events = root.initNodeEvents(static_cast<unsigned>(batch.node_events.size()));
   for (unsigned i = 0; i < events.size(); ++i) {
@@ -93,6 +94,9 @@ std::optional<RelayBatchData> decodeRelayBatch(const void* data, size_t size, st
       for (auto m : b.getMissingNodes()) v.missing_nodes.push_back(text(m, "missingNodes"));
       v.diagnosis_json = long_text(b.getDiagnosisJson(), "diagnosisJson");
       v.symptoms = b.getSymptoms();
+      v.confirms = b.getConfirms();
+      if (v.confirms != 0 && (v.confirms >= v.revision || !v.diagnosis_json.empty()))
+        throw std::runtime_error("bad confirmed revision");
       out.verdicts.push_back(std::move(v));
     }
     for (auto b : events) {

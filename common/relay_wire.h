@@ -22,8 +22,9 @@ struct RelayVerdictData {
   int64_t created_ns = 0;
   std::string status, reason;
   std::vector<std::string> missing_nodes;
-  std::string diagnosis_json;
+  std::string diagnosis_json;  // empty when `confirms` is set
   uint32_t symptoms = 0;
+  uint32_t confirms = 0;  // an earlier revision whose verdict (and diagnosis) this one repeats
   bool operator==(const RelayVerdictData&) const = default;
 };
 

@@ -64,6 +64,10 @@ IngestResult Ingestor::ingestRelayBytes(std::string_view payload, std::string_vi
   if (r.status == IngestResult::Status::kStored) {
     metrics_.add("faultline_relay_verdicts_total", "", "", batch->verdicts.size());
     if (r.symptoms) metrics_.add("faultline_relay_symptoms_total", "", "", r.symptoms);
+    // A revision that repeats one this aggregator never got (the site's outbox dropped it): its
+    // verdict arrives with the site's next changed revision.
+    if (r.unresolved_confirms)
+      metrics_.add("faultline_relay_unresolved_revisions_total", "", "", r.unresolved_confirms);
   }
   return r;
 }

@@ -90,6 +90,8 @@ ZmqEndpoint::ZmqEndpoint(Ingestor& ingestor, Metrics& metrics, const Clock& cloc
                     "message bytes received on the ingest socket (type + payload frames, as sent), by type");
   metrics_.describe("faultline_relay_batches_total", "site relay batches received, by result");
   metrics_.describe("faultline_relay_verdicts_total", "verdict revisions received from site relays");
+  metrics_.describe("faultline_relay_unresolved_revisions_total",
+                    "relayed revisions that repeat a revision this aggregator never received (not stored)");
   metrics_.describe("faultline_relay_symptoms_total", "symptom summaries received from site relays");
   metrics_.describe("faultline_refusals_total",
                     "identities refused at the ingest endpoint (unknown key, wrong server key, not CURVE, protocol "

@@ -196,7 +196,9 @@ json querySymptoms(const QueryContext& q, const SymptomFilter& filter) {
     j["last"] = s.symptom.time_known ? timeOrNull(s.symptom.last_ns) : json(nullptr);
     int64_t t0 = s.symptom.time_known ? s.symptom.first_ns : s.received_ns;
     int64_t t1 = s.symptom.time_known ? s.symptom.last_ns : s.received_ns;
-    j["jobs"] = q.store.jobsAt(s.symptom.node, t0, t1, 0, 0);
+    // A symptom a site relayed ("relay:SITE") belongs to that site's relayed jobs, not the central's.
+    const std::string site = s.agent_id.rfind("relay:", 0) == 0 ? s.agent_id.substr(6) : std::string();
+    j["jobs"] = q.store.jobsAt(s.symptom.node, t0, t1, 0, 0, site);
     out.push_back(std::move(j));
   }
   return out;

@@ -39,6 +39,8 @@ Relay::Relay(boost::asio::io_context& io, zmq::context_t& zmq, const Clock& cloc
   if (metrics_) {
     metrics_->describe("faultline_relay_collected_batches_total", "relay batches packed into the outbox");
     metrics_->describe("faultline_relay_collected_items_total", "verdicts, node events and summaries packed");
+    metrics_->describe("faultline_relay_confirmed_revisions_total",
+                       "verdict revisions packed as a reference to the earlier revision they repeat");
     metrics_->describe("faultline_relay_dropped_batches_total", "outbox batches dropped by the byte bound");
     metrics_->describe("faultline_relay_sent_bytes_total", "bytes sent upstream (after zstd), resends included");
     metrics_->describe("faultline_relay_acked_batches_total", "relay batches acknowledged by the central aggregator");
@@ -83,6 +85,7 @@ void Relay::collectNow() {
     if (metrics_) {
       metrics_->add("faultline_relay_collected_batches_total");
       metrics_->add("faultline_relay_collected_items_total", "", "", items);
+      if (r->confirmed) metrics_->add("faultline_relay_confirmed_revisions_total", "", "", r->confirmed);
       if (r->dropped_batches) metrics_->add("faultline_relay_dropped_batches_total", "", "", r->dropped_batches);
     }
     if (!r->more) break;  // caught up

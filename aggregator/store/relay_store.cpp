@@ -28,6 +28,22 @@ constexpr const char* kCaptureTriggerPg =
     "DROP TRIGGER IF EXISTS relay_capture ON verdicts; "
     "CREATE TRIGGER relay_capture AFTER INSERT ON verdicts FOR EACH ROW EXECUTE FUNCTION faultline_relay_capture()";
 
+// What a revision says, for deciding whether the next one only repeats it: terminal state,
+// sub_domain, cause rule and the responsible nodes ("" when the diagnosis does not read).
+std::string verdictKey(const std::string& diagnosis_json) {
+  json d = json::parse(diagnosis_json, nullptr, false);
+  if (!d.is_object()) return "";
+  std::vector<std::string> nodes;
+  if (auto it = d.find("responsible_nodes"); it != d.end() && it->is_array())
+    for (const auto& r : *it)
+      if (r.is_object() && r.contains("node") && r["node"].is_string()) nodes.push_back(r["node"].get<std::string>());
+  std::sort(nodes.begin(), nodes.end());
+  std::string cause;
+  if (auto it = d.find("cause"); it != d.end() && it->is_object() && it->contains("rule_id") && (*it)["rule_id"].is_string())
+    cause = (*it)["rule_id"].get<std::string>();
+  return json{d.value("terminal_state", ""), d.value("sub_domain", ""), cause, nodes}.dump();
+}
+
 // Per (node, rule, device): one summary with the summed count, the whole time span and the
 // first evidence line — what the central's fleet view needs, a fraction of the bytes.
 std::vector<common::Symptom> summarise(std::vector<common::Symptom> in) {
@@ -134,17 +150,41 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
            "FROM relay_pending p JOIN verdicts v ON v.job_id = p.job_id AND v.revision = p.revision "
            "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
     s.bind(1, int64_t(o.max_items));
+    // The job's revision before this one and what it said (the last seen in this batch, or read).
+    std::map<std::string, std::pair<int64_t, std::string>> previous;
+    Stmt before(db_->get(),
+                "SELECT revision, diagnosis FROM verdicts WHERE job_id = ? AND revision < ? "
+                "ORDER BY revision DESC LIMIT 1");
     size_t verdict_bytes = 0;
     while (s.step() == sql::kRow) {
+      const std::string job_id = s.text(8);
+      const int64_t revision = s.i64(1);
+      std::string key = verdictKey(s.text(6));
+      uint32_t confirms = 0;
+      auto prev = previous.find(job_id);
+      if (prev == previous.end() || prev->second.first >= revision) {
+        before.reset();
+        before.bind(1, job_id).bind(2, revision);
+        if (before.step() == sql::kRow)
+          prev = previous.insert_or_assign(job_id, std::pair{before.i64(0), verdictKey(before.text(1))}).first;
+        else
+          prev = previous.end();
+      }
+      if (prev != previous.end() && !key.empty() && prev->second.second == key)
+        confirms = static_cast<uint32_t>(prev->second.first);
+      const size_t bytes = confirms ? 0 : s.text(6).size();
       // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)
       // go a few per batch.
-      if (!b.verdicts.empty() && verdict_bytes + s.text(6).size() > o.max_verdict_bytes) {
+      if (!b.verdicts.empty() && verdict_bytes + bytes > o.max_verdict_bytes) {
         r.more = true;
         break;
       }
-      verdict_bytes += s.text(6).size();
+      verdict_bytes += bytes;
       last_pending = s.i64(0);
+      previous.insert_or_assign(job_id, std::pair{revision, key});
       common::RelayVerdictData v;
+      v.confirms = confirms;
+      if (confirms) ++r.confirmed;
       v.revision = static_cast<uint32_t>(s.i64(1));
       v.created_ns = s.i64(2);
       v.status = s.text(3);
@@ -153,7 +193,8 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
       if (missing.is_array())
         for (const auto& m : missing)
           if (m.is_string()) v.missing_nodes.push_back(m.get<std::string>());
-      v.diagnosis_json = s.text(6);
+      // A revision that repeats the one before goes as a reference to it, not as a diagnosis.
+      if (!confirms) v.diagnosis_json = s.text(6);
       v.symptoms = static_cast<uint32_t>(s.i64(7));
       v.job_id = s.text(8);
       v.state = s.text(9);
@@ -327,6 +368,10 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
   std::vector<common::Diagnosis> diagnoses;
   for (const auto& v : b.verdicts) {
     if (!validJobId(v.job_id)) return reject("relay: bad job id");
+    if (v.confirms) {  // read from the confirmed revision below, under the lock
+      diagnoses.emplace_back();
+      continue;
+    }
     std::string err;
     auto d = common::diagnosisFromJson(json::parse(v.diagnosis_json, nullptr, false), &err);
     if (!d) return reject("relay: bad diagnosis");  // a metric label: no job id, no detail
@@ -371,13 +416,29 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
         ins.bind(1, (*hosts)[k]).bind(2, id).bind(3, int64_t(k)).step();
       }
     }
+    // A revision that repeats an earlier one takes that revision's diagnosis as stored here (or,
+    // if the site's outbox dropped it, the nearest earlier one); without any it cannot be stored.
+    std::string diagnosis_json = v.diagnosis_json;
+    std::string sub_domain(common::subDomainName(diagnoses[i].sub_domain));
+    if (v.confirms) {
+      Stmt base(db_->get(),
+                "SELECT diagnosis, sub_domain FROM verdicts WHERE job_id = ? AND revision <= ? "
+                "ORDER BY revision DESC LIMIT 1");
+      base.bind(1, id).bind(2, int64_t(v.confirms));
+      if (base.step() != sql::kRow) {
+        ++r.unresolved_confirms;
+        continue;
+      }
+      diagnosis_json = base.text(0);
+      sub_domain = base.text(1);
+    }
     // The site's revision number is kept; a revision already here (a re-seeded queue) is ignored.
     Stmt ins(db_->get(),
              "INSERT INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
              "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0) ON CONFLICT DO NOTHING");
     ins.bind(1, id).bind(2, int64_t(v.revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
-    ins.bind(6, common::subDomainName(diagnoses[i].sub_domain)).bind(7, int64_t(v.symptoms));
-    ins.bind(8, json(v.missing_nodes).dump()).bind(9, v.diagnosis_json);
+    ins.bind(6, sub_domain).bind(7, int64_t(v.symptoms));
+    ins.bind(8, json(v.missing_nodes).dump()).bind(9, diagnosis_json);
     if (ins.step() != sql::kDone) return reject("store: " + db_->errmsg());
     Stmt latest(db_->get(),
                 "UPDATE verdicts SET latest = CASE WHEN revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1) "

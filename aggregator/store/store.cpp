@@ -918,15 +918,15 @@ std::vector<JobRow> Store::jobsAwaitingVerdict(size_t limit) {
 }
 
 std::vector<std::string> Store::jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
-                                       int64_t post_ns) {
+                                       int64_t post_ns, const std::string& site) {
   Lock lock(*this);
   // Kept: a tick asks once per node with new symptoms (9,800 times in a 10,000-node cascade's
   // tick), and preparing the join was nine tenths of each call.
   Stmt s(*db_,
          "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 "
          "AND (j.start_ns = 0 OR j.start_ns - ?4 <= ?3) AND (j.end_ns = 0 OR j.end_ns + ?5 >= ?2) "
-         "AND (j.start_ns > 0 OR j.end_ns > 0) AND j.site = '' ORDER BY j.start_ns, j.job_id");
-  s.bind(1, node).bind(2, from_ns).bind(3, to_ns).bind(4, pre_ns).bind(5, post_ns);
+         "AND (j.start_ns > 0 OR j.end_ns > 0) AND j.site = ?6 ORDER BY j.start_ns, j.job_id");
+  s.bind(1, node).bind(2, from_ns).bind(3, to_ns).bind(4, pre_ns).bind(5, post_ns).bind(6, site);
   std::vector<std::string> out;
   while (s.step() == sql::kRow) out.push_back(s.text(0));
   return out;

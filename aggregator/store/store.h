@@ -52,6 +52,7 @@ struct IngestResult {
   std::string detail;         // what the message claimed, for the log ("batch names site edge2"); not a metric label
   size_t symptoms = 0;        // stored by this call
   int64_t last_symptom_id = 0;  // the highest symptom id the call wrote (ingestBatches: the whole run's)
+  size_t unresolved_confirms = 0;  // relay: revisions repeating one this store never got (not stored)
 };
 std::string_view ingestStatusName(IngestResult::Status s);
 
@@ -239,6 +240,7 @@ struct RelayCollectOptions {
 struct RelayCollectResult {
   uint64_t sequence = 0;  // 0 = nothing new
   size_t verdicts = 0, node_events = 0, symptoms = 0;
+  size_t confirmed = 0;  // of the verdicts: revisions sent as a reference to the one they repeat
   size_t bytes = 0;
   uint64_t dropped_batches = 0;  // by the bound, in this call
   bool more = false;             // a limit was hit: call again to drain
@@ -308,9 +310,11 @@ class Store {
   // Ended jobs in a failure state that have no verdict yet, oldest end first.
   std::vector<JobRow> jobsAwaitingVerdict(size_t limit = 100);
   // Jobs on `node` whose window [start - pre, end + post] (end open while running) overlaps
-  // [from_ns, to_ns]: how a symptom maps to the jobs it may concern.
+  // [from_ns, to_ns]: how a symptom maps to the jobs it may concern. `site`: "" for this
+  // aggregator's own jobs; a site's name for the jobs relayed from it (its relayed symptoms map to
+  // those, under their central ids "SITE:JOBID").
   std::vector<std::string> jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
-                                  int64_t post_ns);
+                                  int64_t post_ns, const std::string& site = "");
 
   // Symptoms of `nodes` with last_ns in [from, to] (untimed ones: received in [from, to_received]),
   // in (node, id) order. `max_id` (if non-null) gets the highest id returned. For a verdict: each

@@ -143,6 +143,11 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   bool reported = v.missing_nodes.empty();
   bool timed_out = now - (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) >= options_.final_timeout_ns;
   v.status = reported || timed_out ? "final" : "provisional";
+  // A provisional verdict waits for every node to report past the window; a node whose agent is
+  // live and answered is only not there yet, not missing. Missing are the nodes without one (and,
+  // once final on a timeout, every node that never caught up).
+  if (v.status == "provisional")
+    std::erase_if(v.missing_nodes, [&](const std::string& n) { return c.covered_nodes->count(n) > 0; });
   return v;
 }
 

@@ -229,8 +229,15 @@ struct RelayVerdict {
   status @9 :Text;              # provisional | final
   reason @10 :Text;             # job_end | settle | late_symptoms | reported | timeout
   missingNodes @11 :List(Text);
-  diagnosisJson @12 :Text;      # the diagnosis exactly as the site stores and serves it
+  diagnosisJson @12 :Text;      # the diagnosis exactly as the site stores and serves it; empty
+                                # when `confirms` is set
   symptoms @13 :UInt32;         # symptoms the site judged on
+  confirms @14 :UInt32;         # 0, or an earlier revision of this job whose verdict this one
+                                # repeats (same terminal state, sub_domain, cause rule, responsible
+                                # nodes): the central stores it with that revision's diagnosis, so a
+                                # busy node's late_symptoms revisions cost a few dozen bytes, not a
+                                # whole diagnosis. A central older than this field refuses such a
+                                # batch (empty diagnosis): upgrade the central before its sites.
 }
 
 struct RelayNodeEvent {

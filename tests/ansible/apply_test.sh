@@ -74,10 +74,24 @@ faultline_aggregator_relay_max_bytes: 1048576
 faultline_aggregator_relay_interval: 5
 VARS
 
-# What `faultline agents --json` prints once the node's agent is heard (and once it is not).
-echo '[{"agent_id": "testnode01", "live": true, "agent_version": "0.1.0"},
-      {"agent_id": "sitenode01", "live": true, "agent_version": "0.1.0"}]' > "$tmp/agents.json"
-echo '[{"agent_id": "testnode01", "live": false}]' > "$tmp/agents-dead.json"
+# What `faultline agents --json` prints, call by call: agents.py MODE. ok: both nodes' agents
+# live, this build's version, the same start, a newer heartbeat each call; dead: not live; old: an
+# older version live (the new one never connected); crashloop: a new start every call; hung: the
+# heartbeat never advances.
+agent_version=$("$agent_bin" --version | awk '{print $NF}')
+cat > "$tmp/agents.py" <<PY
+import json, os, sys
+mode = sys.argv[1]
+count_file = "$tmp/agents-calls-" + mode
+n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+open(count_file, "w").write(str(n + 1))
+def agent(name):
+    return {"agent_id": name, "live": mode != "dead",
+            "agent_version": "0.0.1" if mode == "old" else "$agent_version",
+            "started": "2026-01-01T00:00:%02d.000Z" % (n if mode == "crashloop" else 0),
+            "last_heartbeat": "2026-01-01T00:01:%02d.000Z" % (0 if mode == "hung" else n % 60)}
+print(json.dumps([agent("testnode01"), agent("sitenode01")]))
+PY
 
 cat > "$tmp/vars.yml" <<VARS
 faultline_install_package: false
@@ -96,9 +110,11 @@ faultline_aggregator_retention_days: 14
 faultline_aggregator_sacct_command: sacct --json --allusers
 faultline_aggregator_extra_options: [--settle, 300]
 faultline_agent_health_check: command
-faultline_agent_health_check_command: cat $tmp/agents.json
+faultline_agent_health_check_command: python3 $tmp/agents.py ok
 faultline_agent_health_check_retries: 1
 faultline_agent_health_check_delay: 0
+faultline_agent_health_check_stable_seconds: 0
+faultline_agent_expected_version: "$agent_version"
 VARS
 
 fail() { echo "apply_test: FAIL: $*" >&2; exit 1; }
@@ -344,13 +360,29 @@ run apply-again || fail "second apply failed"
 run check-applied --check --diff || fail "check mode on the applied root failed"
 [ "$(changed check-applied)" -eq 0 ] || fail "check mode would change $(changed check-applied) task(s)"
 
-# 5. The health check stops the rollout when the aggregator does not list the agent as live.
+# 5. The health check stops the rollout when the aggregator does not list the agent as live, hears
+# another version, sees it restart (a crash loop) or its heartbeat stop; it passes the healthy one.
 # (--start-at-task: only the health check runs, the rest was covered above.)
-if run unhealthy -e "faultline_agent_health_check_command='cat $tmp/agents-dead.json'" \
-    --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (command)' 2>/dev/null; then
-  fail "an agent that is not live passed the health check"
-fi
-grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy.log" || fail "health check did not run"
+health_start='faultline_agent : Version of the installed agent'
+for bad in dead old crashloop hung; do
+  if run "unhealthy-$bad" -e "faultline_agent_health_check_command='python3 $tmp/agents.py $bad'" \
+      -e faultline_agent_health_check_retries=2 --start-at-task "$health_start" 2>/dev/null; then
+    fail "an agent that is $bad passed the health check"
+  fi
+  grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy-$bad.log" || fail "health check ($bad) did not run"
+done
+# A dead agent or another version is stopped by the first look.
+for bad in dead old; do
+  sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK\|PLAY RECAP/p' "$tmp/unhealthy-$bad.log" \
+    | grep -q '^fatal:' || fail "the $bad agent was not stopped by the first look"
+done
+# The first look passes a crash-looping or hung agent; the second look is what stops it.
+for bad in crashloop hung; do
+  sed -n '/The same agent process still runs/,/^TASK\|PLAY RECAP/p' "$tmp/unhealthy-$bad.log" | grep -q '^fatal:' \
+    || fail "the $bad agent was not stopped by the second look"
+done
+run healthy -e "faultline_agent_health_check_command='python3 $tmp/agents.py ok'" --start-at-task "$health_start" \
+  || fail "a healthy agent failed the health check"
 
 # 6. Live: the real aggregator with the applied central's options (ephemeral ports, scratch db,
 # --agent-timeout 3) and the real agent as testnode01 with the applied agent.yaml (only paths,
@@ -404,7 +436,8 @@ sys.exit(0 if rows and all(bool(a.get("live")) == want for a in rows) else 1)' "
   # The role's own command and URL: the CLI found on PATH, the API where the aggregator's
   # variables say it listens (its faultline_aggregator_http_listen, 127.0.0.1, and _http_port, here
   # the ephemeral port), nothing hard-coded.
-  health=(--limit localhost --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (command)'
+  health=(--limit localhost --start-at-task 'faultline_agent : Version of the installed agent'
+          -e faultline_agent_binary="$agent_bin" -e faultline_agent_expected_version= -e faultline_agent_health_check_stable_seconds=1
           -e "$(python3 -c 'import json, sys, yaml
 k = "faultline_agent_health_check_command"
 print(json.dumps({k: yaml.safe_load(open(sys.argv[1]))[k]}))' "$src/ansible/roles/faultline_agent/defaults/main.yml")"
@@ -415,7 +448,8 @@ print(json.dumps({k: yaml.safe_load(open(sys.argv[1]))[k]}))' "$src/ansible/role
     <(sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK/p' "$tmp/live-healthy.log") \
     || fail "the live health check did not run: $(cat "$tmp/live-healthy.log")"
   run live-healthy-http --limit localhost -e faultline_aggregator_http_port="$port" -e faultline_agent_health_check=http \
-    --start-at-task 'faultline_agent : Wait until the aggregator hears the agent (HTTP /agents)' \
+    --start-at-task 'faultline_agent : Version of the installed agent' -e faultline_agent_binary="$agent_bin" \
+    -e faultline_agent_expected_version= -e faultline_agent_health_check_stable_seconds=1 \
     -e faultline_agent_health_check_retries=5 -e faultline_agent_health_check_delay=1 \
     || fail "the HTTP health check failed against the live aggregator and agent"
   grep -qE '^ok: \[localhost( -> localhost)?\]' \

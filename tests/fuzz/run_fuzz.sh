@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs one libFuzzer target (tests/fuzz/CMakeLists.txt registers it as the ctest fuzz_<name>).
+# Runs one libFuzzer target (tests/fuzz/CMakeLists.txt registers it as the ctest libfuzz_<name>,
+# configuration "fuzz": `make fuzz`).
 #   run_fuzz.sh BINARY NAME SOURCE_DIR WORK_DIR "SEED GLOBS"
 # Seeds: tests/fuzz/seeds/<name>/ (hand-written inputs and every input that once failed) plus the
 # files the globs (relative to SOURCE_DIR) name: the golden fixtures and samples.
-# FAULTLINE_FUZZ_SECONDS unset (ctest, `make test`): a short run (FAULTLINE_FUZZ_SHORT seconds,
+# FAULTLINE_FUZZ_SECONDS unset (`ctest -C fuzz -L libfuzzer` by hand): a short run (FAULTLINE_FUZZ_SHORT seconds,
 # default 4) over the seeds into a fresh corpus. Set (`make fuzz`): that long, into a corpus kept
 # in WORK_DIR/corpus/<name> across runs. Prints one summary line: inputs tried, seconds, the
 # coverage libFuzzer reached (cov: edges, ft: features), corpus.

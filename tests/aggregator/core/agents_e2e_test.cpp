@@ -12,6 +12,7 @@
 // the store against deadlines (25 ms between polls; there is no event to wait on in another
 // process' database).
 #ifdef FAULTLINE_AGENT_BIN  // only when the agent is built
+#include <algorithm>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -243,13 +244,29 @@ class Harness {
       if (crow->info.state != row->info.state || crow->info.end_ns != row->info.end_ns ||
           crow->info.nodes != row->info.nodes)
         out += "job edge1:" + id + " differs\n";
-      auto render = [](const std::vector<VerdictRow>& h) {
-        std::string r;
-        for (const auto& v : h)
-          r += std::to_string(v.revision) + " " + v.status + " " + v.reason + " " + common::toJson(v.diagnosis).dump() + "\n";
+      // The central holds each revision with its status and reason. Its diagnosis is the site's,
+      // except for a revision that repeats the verdict before it (terminal state, domain, cause
+      // rule, nodes): that one was relayed as a reference and carries the diagnosis it repeats.
+      auto key = [](const common::Diagnosis& d) {
+        std::vector<std::string> nodes;
+        for (const auto& r : d.responsible) nodes.push_back(r.node);
+        std::sort(nodes.begin(), nodes.end());
+        return nlohmann::json{d.terminal_state, common::subDomainName(d.sub_domain), d.cause ? d.cause->rule_id : "",
+                              nodes}
+            .dump();
+      };
+      auto render = [&](const std::vector<VerdictRow>& h, bool as_relayed) {
+        std::string r, prev_key, prev_json;
+        for (const auto& v : h) {
+          std::string json = common::toJson(v.diagnosis).dump();
+          if (as_relayed && !prev_key.empty() && key(v.diagnosis) == prev_key) json = prev_json;
+          prev_key = key(v.diagnosis);
+          prev_json = json;
+          r += std::to_string(v.revision) + " " + v.status + " " + v.reason + " " + json + "\n";
+        }
         return r;
       };
-      auto want = render(site->verdictHistory(id)), got = render(central->verdictHistory("edge1:" + id));
+      auto want = render(site->verdictHistory(id), true), got = render(central->verdictHistory("edge1:" + id), false);
       if (want.empty()) out += "job " + id + ": no verdict at the site\n";
       if (want != got) out += "job " + id + " verdicts:\n site:\n" + want + " central:\n" + got;
     }

@@ -4,6 +4,7 @@
 // batches split under the verdict byte budget. Both stores are real SQLite files.
 #include <catch2/catch.hpp>
 
+#include "aggregator/query/query.h"
 #include "aggregator/store/store.h"
 #include "common/relay_wire.h"
 #include "tests/aggregator/core/store_util.h"
@@ -74,13 +75,19 @@ std::vector<std::string> historyJson(Store& store, const std::string& job) {
   return out;
 }
 
+// A site's store and a central's, real SQLite files in one temp dir, on one manual clock.
+struct SiteAndCentral {
+  TempDir dir;
+  ManualClock clock{kT0};
+  std::unique_ptr<Store> site = openStore(dir.file("site.db"), clock);
+  std::unique_ptr<Store> central = openStore(dir.file("central.db"), clock);
+};
+
 }  // namespace
 
 TEST_CASE("relay store: verdict history, node events and symptom summaries reach the central once", "[relay]") {
-  TempDir dir;
-  ManualClock clock(kT0);
-  auto site = openStore(dir.file("site.db"), clock);
-  auto central = openStore(dir.file("central.db"), clock);
+  SiteAndCentral pair;
+  auto& [dir, clock, site, central] = pair;
   std::string error;
 
   // Before the relay is switched on: a verdict (sent by the first collect) and symptoms (not:
@@ -152,6 +159,16 @@ TEST_CASE("relay store: verdict history, node events and symptom summaries reach
       CHECK(s.symptom.last_ns == kT0 + 5 * kSec);
       CHECK(s.symptom.device == "0000:3b:00.0");
     }
+  // At the central, a relayed symptom maps to the relayed job whose window holds it (its central
+  // id), never to a central job of the same name on a node of the same name.
+  failedJob(*central, "7", "gpu-[01-02]", kT0 - 600 * kSec, kT0 + 10 * kSec);
+  QueryContext q{*central, kT0, 90 * kSec};
+  for (const auto& j : querySymptoms(q, f)) {
+    INFO(j.dump());
+    CHECK(j["jobs"] == nlohmann::json::array({"edge1:7"}));
+  }
+  CHECK(central->jobsAt("gpu-01", kT0, kT0, 0, 0) == std::vector<std::string>{"7"});
+  CHECK(central->jobsAt("gpu-01", kT0, kT0, 0, 0, "edge1") == std::vector<std::string>{"edge1:7"});
   auto events = central->nodeHistory("gpu-01", 0);
   CHECK(events.size() == site->nodeHistory("gpu-01", 0).size());
   for (const auto& e : events)
@@ -187,12 +204,80 @@ TEST_CASE("relay store: verdict history, node events and symptom summaries reach
   CHECK(historyJson(*central, "edge1:7") == historyJson(*site, "7"));
 }
 
+TEST_CASE("relay store: a revision that repeats the verdict before it goes as a reference, not a diagnosis",
+          "[relay]") {
+  SiteAndCentral pair;
+  auto& [dir, clock, site, central] = pair;
+  auto late_central = openStore(dir.file("late-central.db"), clock);
+  std::string error;
+  REQUIRE(site->setRelayCapture(true, &error));
+  RelayCollectOptions o;
+  o.site_id = "edge1";
+
+  // Revision 1: a whole diagnosis (20 KB of it).
+  failedJob(*site, "8", "gpu-[01-02]", kT0 - 600 * kSec, kT0);
+  verdict(*site, "8", "provisional", "gpu-01", common::SubDomain::kHardware, 20'000);
+  auto r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->confirmed == 0);
+  CHECK(r->bytes > 20'000);
+  auto first = site->relayUnacked(10, false, {});
+  REQUIRE(first.size() == 1);
+  CHECK(ship(*site, *central) == 1);
+
+  // Revisions 2 and 3 (late symptoms, then final): the same terminal state, domain, cause and
+  // nodes, other details changed. Each goes as a reference to the revision before it.
+  clock.advance(60 * kSec);
+  verdict(*site, "8", "provisional", "gpu-01", common::SubDomain::kHardware, 20'500);
+  verdict(*site, "8", "final", "gpu-01", common::SubDomain::kHardware, 21'000);
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->verdicts == 2);
+  CHECK(r->confirmed == 2);
+  CHECK(r->bytes < 2'000);
+  auto batches = site->relayUnacked(10, false, {});
+  REQUIRE(batches.size() == 1);
+  std::string reason;
+  auto decoded = common::decodeRelayBatch(batches[0].payload.data(), batches[0].payload.size(), &reason);
+  REQUIRE(decoded);
+  REQUIRE(decoded->verdicts.size() == 2);
+  CHECK(decoded->verdicts[0].confirms == 1);
+  CHECK(decoded->verdicts[0].diagnosis_json.empty());
+  CHECK(decoded->verdicts[1].confirms == 2);
+  // A central that never got revision 1 (the site's outbox dropped it) cannot store them: they
+  // are counted, not stored, and the job is still known.
+  auto late = late_central->ingestRelay(*decoded, "edge1");
+  CHECK(late.status == IngestResult::Status::kStored);
+  CHECK(late.unresolved_confirms == 2);
+  CHECK(late_central->verdictHistory("edge1:8").empty());
+  CHECK(late_central->job("edge1:8"));
+  CHECK(ship(*site, *central) == 1);
+
+  // At the central: every revision, each with its own status and reason, the diagnosis of the
+  // revision it repeats.
+  auto history = central->verdictHistory("edge1:8");
+  REQUIRE(history.size() == 3);
+  const auto site_first = common::toJson(site->verdictHistory("8")[0].diagnosis);
+  for (const auto& v : history) CHECK(common::toJson(v.diagnosis) == site_first);
+  CHECK(history[1].status == "provisional");
+  CHECK(history[2].status == "final");
+  CHECK(central->latestVerdict("edge1:8")->revision == 3);
+
+  // A changed verdict goes whole.
+  verdict(*site, "8", "final", "gpu-02", common::SubDomain::kNetwork);
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->confirmed == 0);
+  CHECK(ship(*site, *central) == 1);
+  CHECK(central->latestVerdict("edge1:8")->diagnosis.sub_domain == common::SubDomain::kNetwork);
+  CHECK(common::toJson(central->latestVerdict("edge1:8")->diagnosis) ==
+        common::toJson(site->latestVerdict("8")->diagnosis));
+}
+
 TEST_CASE("relay store: big diagnoses split across batches, the outbox bound drops least severe first",
           "[relay]") {
-  TempDir dir;
-  ManualClock clock(kT0);
-  auto site = openStore(dir.file("site.db"), clock);
-  auto central = openStore(dir.file("central.db"), clock);
+  SiteAndCentral pair;
+  auto& [dir, clock, site, central] = pair;
   std::string error;
   REQUIRE(site->setRelayCapture(true, &error));
   for (int i = 0; i < 5; ++i) {
@@ -245,10 +330,8 @@ TEST_CASE("relay store: big diagnoses split across batches, the outbox bound dro
 TEST_CASE("relay store: the site's live nodes go with every batch and alone every 30 s: live at the central, "
           "the relay too",
           "[relay]") {
-  TempDir dir;
-  ManualClock clock(kT0);
-  auto site = openStore(dir.file("site.db"), clock);
-  auto central = openStore(dir.file("central.db"), clock);
+  SiteAndCentral pair;
+  auto& [dir, clock, site, central] = pair;
   std::string error;
   REQUIRE(site->setRelayCapture(true, &error));
   for (const char* host : {"gpu-01", "gpu-02"}) {
