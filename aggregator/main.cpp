@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   int ingest_pass = 1024;
   // Site relay (edge sites): forward verdicts, node history and summaries to a central aggregator.
   std::string relay_upstream, relay_site, relay_server_key_file;
-  bool relay_symptoms = false, relay_zstd = false;
+  bool relay_symptoms = false, relay_zstd = false, relay_full_revisions = false;
   uint64_t relay_rate = 0, relay_max_bytes = 256ull << 20;
   double relay_interval = 2, relay_ack_timeout = 10;
   app.add_option("--db,--store", db,
@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
   app.add_flag("--relay-symptoms", relay_symptoms, "also forward per-node symptom summaries");
   app.add_option("--relay-rate", relay_rate, "cap on the relay link, bytes per second (0 = none)");
   app.add_flag("--relay-zstd", relay_zstd, "zstd-compress relay batches when smaller");
+  app.add_flag("--relay-full-revisions", relay_full_revisions,
+               "send every verdict revision whole, also one that repeats the verdict before it (for a central "
+               "aggregator older than revision references)");
   app.add_option("--relay-max-bytes", relay_max_bytes,
                  "bound on the unsent relay outbox (least severe, oldest batches dropped first)");
   app.add_option("--relay-interval", relay_interval, "seconds between relay collections");
@@ -285,6 +288,7 @@ int main(int argc, char** argv) {
     ro.collect.site_id = relay_site;
     ro.collect.ruleset_version = loaded.rules->version;
     ro.collect.symptoms = relay_symptoms;
+    ro.collect.revision_refs = !relay_full_revisions;
     ro.collect.max_outbox_bytes = relay_max_bytes;
     ro.shipper.endpoints = {relay_upstream};
     ro.shipper.agent_id = "relay-" + relay_site;
@@ -304,9 +308,9 @@ int main(int argc, char** argv) {
         relay_rate ? ", rate cap " + std::to_string(relay_rate) + " B/s (burst " +
                          std::to_string(ro.shipper.rate_burst_bytes) + " B)"
                    : "";
-    std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s%s\n", relay_site.c_str(),
+    std::fprintf(stderr, "faultline-aggregator: relaying site %s to %s%s%s%s%s\n", relay_site.c_str(),
                  relay_upstream.c_str(), relay_symptoms ? ", with symptom summaries" : "", relay_zstd ? ", zstd" : "",
-                 cap.c_str());
+                 relay_full_revisions ? ", every revision whole" : "", cap.c_str());
   } else if (std::string e; !store->setRelayCapture(false, &e)) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", e.c_str());
     return false;

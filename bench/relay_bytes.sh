@@ -378,6 +378,11 @@ run_config history none
 run_config history+zstd zstd --relay-zstd
 run_config summaries none --relay-symptoms
 run_config summaries+zstd zstd --relay-symptoms --relay-zstd
+# With revisions (LIVE_CHUNKS > 1): the peer with every revision whole (--relay-full-revisions).
+if (( LIVE_CHUNKS > 1 )); then
+  configs+=(full+zstd)
+  run_config full+zstd zstd --relay-zstd --relay-full-revisions
+fi
 
 # ---- report ----
 val() { metric "$tmp/run-$1/$2.metrics" "$3"; }  # config, join|site|central, series

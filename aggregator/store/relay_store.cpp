@@ -170,7 +170,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
         else
           prev = previous.end();
       }
-      if (prev != previous.end() && !key.empty() && prev->second.second == key)
+      if (o.revision_refs && prev != previous.end() && !key.empty() && prev->second.second == key)
         confirms = static_cast<uint32_t>(prev->second.first);
       const size_t bytes = confirms ? 0 : s.text(6).size();
       // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)

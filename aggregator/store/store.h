@@ -227,6 +227,9 @@ struct RelayCollectOptions {
   std::string site_id;
   std::string ruleset_version;
   bool symptoms = false;            // also forward per-node symptom summaries
+  // A revision that repeats the verdict before it goes as a reference to that revision
+  // (RelayVerdict.confirms); false: every revision whole, for a central older than references.
+  bool revision_refs = true;
   size_t max_items = 500;           // per relay batch
   size_t max_verdict_bytes = 4u << 20;  // diagnoses per batch (at least one always goes)
   uint64_t max_outbox_bytes = 256ull << 20;  // bound: lowest-severity, oldest batches go first

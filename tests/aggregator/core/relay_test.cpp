@@ -272,6 +272,17 @@ TEST_CASE("relay store: a revision that repeats the verdict before it goes as a 
   CHECK(central->latestVerdict("edge1:8")->diagnosis.sub_domain == common::SubDomain::kNetwork);
   CHECK(common::toJson(central->latestVerdict("edge1:8")->diagnosis) ==
         common::toJson(site->latestVerdict("8")->diagnosis));
+
+  // --relay-full-revisions (a central older than references): a repeat goes whole.
+  o.revision_refs = false;
+  verdict(*site, "8", "final", "gpu-02", common::SubDomain::kNetwork, 5'000);
+  r = site->relayCollect(o, &error);
+  REQUIRE(r);
+  CHECK(r->confirmed == 0);
+  CHECK(r->bytes > 5'000);
+  CHECK(ship(*site, *central) == 1);
+  CHECK(common::toJson(central->latestVerdict("edge1:8")->diagnosis) ==
+        common::toJson(site->latestVerdict("8")->diagnosis));
 }
 
 TEST_CASE("relay store: big diagnoses split across batches, the outbox bound drops least severe first",
