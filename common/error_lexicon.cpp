@@ -125,8 +125,7 @@ bool isNonZeroValue(const Word& w) { return isNumberWord(w) && !(w.len == 1 && w
 
 // The words whose next word is an exit value: "exit code N", "exit status N", "rc=N", "exit N".
 bool exitValueFollows(std::string_view prev, std::string_view w) {
-  if (w == "exitcode" || w == "exit_code" || w == "returncode" || w == "rc" || w == "exitstatus") return true;
-  if (w == "exit") return true;
+  if (w == "exit" || w == "exitcode" || w == "returncode" || w == "rc" || w == "exitstatus") return true;
   if ((w == "code" || w == "status" || w == "value") && (prev == "exit" || prev == "return" || prev == "with"))
     return true;
   return false;
@@ -161,9 +160,9 @@ class WordReader {
     if (pos_ >= text_.size()) return false;
     size_t start = pos_;
     // A word ends at a non-word byte, at '_' (CUDA_ERROR_INVALID, rx_errors), where digits
-    // follow letters (LogXid119) and where case
-    // turns from lower to upper or from an upper run to a capitalized word (RuntimeError,
-    // cudaErrorNoDevice, OOMKilled): identifiers name their words that way.
+    // follow letters (LogXid119) and where case turns from lower to upper or from an upper run
+    // to a capitalized word (RuntimeError, cudaErrorNoDevice, OOMKilled): identifiers name
+    // their words that way.
     while (pos_ < text_.size()) {
       char c = text_[pos_];
       if (c == '_') break;

@@ -279,6 +279,7 @@ bool isPidWord(std::string_view lower_word) {
 struct MaskState {
   std::string* out;
   bool any_placeholder = false;
+  bool kept_zero = false;
   // The last alphabetic core, lower-cased (empty when longer than the buffer or when a
   // non-alphabetic core came after it).
   std::array<char, 16> prev_word{};
@@ -439,6 +440,7 @@ void maskMessage(std::string_view message, MaskedMessage* out) {
     if (!out->begin.empty()) out->text.push_back(' ');
     out->begin.push_back(static_cast<uint32_t>(out->text.size()));
     st.any_placeholder = false;
+    st.kept_zero = false;
     size_t p = 0;
     while (p < tok.size()) {
       if (isSeparator(tok[p])) {
@@ -466,15 +468,17 @@ void maskMessage(std::string_view message, MaskedMessage* out) {
         st.put(TokenClass::kPid);
       } else if (inner == "0" && zeroMatters(st.prevWord())) {
         out->text.push_back('0');
+        st.kept_zero = true;
       } else {
         maskCore(inner, st);
       }
-      st.notePrevious(inner);
+      if (!inner.empty()) st.notePrevious(inner);  // "exitcode : 0": the colon is no word
       out->text.append(core.substr(trail));
       p = q;
     }
     out->end.push_back(static_cast<uint32_t>(out->text.size()));
     out->variable.push_back(st.any_placeholder ? 1 : 0);
+    out->pinned.push_back(st.kept_zero ? 1 : 0);
   }
 }
 

@@ -46,6 +46,7 @@ struct MaskedMessage {
   std::vector<uint32_t> begin;     // token i is text[begin[i], end[i])
   std::vector<uint32_t> end;
   std::vector<uint8_t> variable;   // 1: the token holds at least one placeholder
+  std::vector<uint8_t> pinned;     // 1: the token holds a zero kept literal ("code 0")
 
   size_t size() const { return begin.size(); }
   std::string_view token(size_t i) const {
@@ -56,6 +57,7 @@ struct MaskedMessage {
     begin.clear();
     end.clear();
     variable.clear();
+    pinned.clear();
   }
 };
 

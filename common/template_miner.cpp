@@ -1,7 +1,6 @@
 #include "common/template_miner.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <charconv>
 #include <cstring>
@@ -26,52 +25,69 @@ constexpr std::string_view kTruncated = "<...>";
 
 size_t heapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
-// SWAR on eight bytes at once: a flag per byte in its high bit.
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHigh = 0x8080808080808080ull;
+// Sixteen bytes as one vector (GCC vector extensions: SSE2 on x86-64, NEON on aarch64). A
+// comparison gives 0xFF in the lanes where it holds.
+using Bytes16 = unsigned char __attribute__((vector_size(16)));
 
-// The digits of eight bytes (w loaded little-endian) replaced by 0x01, but a '0' with no digit
-// beside it ("exit code 0"), which stays '0' as the masker keeps it. Branch-free, about twenty
-// operations; neighbours are looked for within the eight bytes only (a number cut by the edge
-// only costs the shortcut a miss).
-uint64_t normalizeBlock(uint64_t w) {
-  const uint64_t low7 = w & ~kHigh;
-  const uint64_t ascii = ~w & kHigh;
-  const uint64_t ge0 = low7 + kOnes * (0x80 - '0');  // high bit set: byte >= '0'
-  const uint64_t digits = ge0 & ~(low7 + kOnes * (0x7F - '9')) & ascii;
-  const uint64_t zeros = ge0 & ~(low7 + kOnes * (0x7F - '0')) & ascii;
-  const uint64_t alone = zeros & ~((digits << 8) | (digits >> 8));
-  const uint64_t replace = ((digits & ~alone) >> 7) * 0xFF;
-  return (w & ~replace) | (replace & kOnes);
+Bytes16 laneUp(Bytes16 v) {  // lane i takes lane i - 1; lane 0 gets 0
+  return __builtin_shuffle(Bytes16{}, v, Bytes16{0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30});
+}
+Bytes16 laneDown(Bytes16 v) {  // lane i takes lane i + 1; lane 15 gets 0
+  return __builtin_shuffle(v, Bytes16{}, Bytes16{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+}
+
+// Sixteen bytes with their number-like bytes replaced by 0x01: digits, an 'x' after a '0', and
+// hex letters up to three bytes from a digit (0x7f3a, 9f86d0, 3b). A '0' with no such byte
+// beside it ("exit code 0") stays '0', as the masker keeps it. Neighbours are looked for within
+// the sixteen bytes only: a number cut by the edge only costs the shortcut a miss.
+Bytes16 normalize16(Bytes16 b) {
+  const Bytes16 lower = b | 0x20;
+  const Bytes16 digits = reinterpret_cast<Bytes16>((b >= '0') & (b <= '9'));
+  const Bytes16 zeros = reinterpret_cast<Bytes16>(b == '0');
+  const Bytes16 letters = reinterpret_cast<Bytes16>((lower >= 'a') & (lower <= 'f'));
+  const Bytes16 exes = reinterpret_cast<Bytes16>(lower == 'x');
+  Bytes16 run = digits | (exes & laneUp(zeros));
+  run |= letters & (laneUp(run) | laneDown(run));
+  run |= letters & (laneUp(run) | laneDown(run));
+  run |= letters & (laneUp(run) | laneDown(run));
+  const Bytes16 alone = zeros & ~(laneUp(run) | laneDown(run));
+  const Bytes16 replace = run & ~alone;
+  return (b & ~replace) | (replace & 1);
+}
+
+uint64_t mix16(uint64_t h, Bytes16 v) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t w[2];
+  std::memcpy(w, &v, 16);
+  h = (h ^ w[0]) * kMul;
+  h = (h ^ (h >> 29) ^ w[1]) * kMul;
+  return h ^ (h >> 32);
 }
 
 // The message's signature for the shortcut: a hash of its length and its bytes after
-// normalizeBlock, eight at a time (the last eight overlap the block before when the length is not a multiple of 8).
+// normalize16, sixteen at a time (the last sixteen overlap the ones before when the length is
+// not a multiple of 16).
 uint64_t signatureOf(std::string_view message) {
-  static_assert(std::endian::native == std::endian::little);
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  const auto* p = reinterpret_cast<const unsigned char*>(message.data());
+  const char* p = message.data();
   const size_t n = message.size();
   uint64_t h = 0x243F6A8885A308D3ull ^ n;
-  if (n < 8) {
-    uint64_t w = 0;
-    for (size_t b = 0; b < n; ++b) w |= uint64_t{p[b]} << (8 * b);
-    h = (h ^ normalizeBlock(w)) * kMul;
+  Bytes16 v;
+  if (n < 16) {
+    unsigned char buf[16] = {};
+    for (size_t i = 0; i < n; ++i) buf[i] = static_cast<unsigned char>(p[i]);
+    std::memcpy(&v, buf, 16);
+    h = mix16(h, normalize16(v));
   } else {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      h = (h ^ normalizeBlock(w)) * kMul;
-      h ^= h >> 31;
+    for (; i + 16 <= n; i += 16) {
+      std::memcpy(&v, p + i, 16);
+      h = mix16(h, normalize16(v));
     }
     if (i < n) {
-      uint64_t w;
-      std::memcpy(&w, p + n - 8, 8);
-      h = (h ^ normalizeBlock(w)) * kMul;
+      std::memcpy(&v, p + n - 16, 16);
+      h = mix16(h, normalize16(v));
     }
   }
-  h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
   h ^= h >> 32;
   return h ? h : 1;
@@ -97,6 +113,7 @@ struct TemplateMiner::Node {
 struct TemplateMiner::Cluster {
   Template t;
   std::vector<uint32_t> begin, end;  // token i is t.text[begin[i], end[i])
+  std::vector<uint8_t> pinned;       // token i holds a kept zero
   Node* leaf = nullptr;
   uint32_t prev = kNil, next = kNil;
   uint8_t list = 0;  // 0: singletons, 1: the others
@@ -150,6 +167,7 @@ TemplateMiner::Node* TemplateMiner::route(const MaskedMessage& m, bool create) {
 
 TemplateId TemplateMiner::add(std::string_view message) {
   ++records_;
+  if (!options_.shortcut) return addMasked(message);
   const uint64_t signature = signatureOf(message);
   if (const Shortcut* s = findShortcut(signature)) {
     const Cluster& c = slots_[s->slot];
@@ -174,8 +192,10 @@ TemplateId TemplateMiner::addMasked(std::string_view message) {
     m.begin.resize(keep + 1);
     m.end.resize(keep + 1);
     m.variable.resize(keep + 1);
+    m.pinned.resize(keep + 1);
     m.end[keep] = static_cast<uint32_t>(m.text.size());
     m.variable[keep] = 1;
+    m.pinned[keep] = 0;
   }
   if (Node* leaf = route(m, false)) {
     const size_t n = m.size();
@@ -185,16 +205,20 @@ TemplateId TemplateMiner::addMasked(std::string_view message) {
       const Cluster& c = slots_[slot];
       if (c.tokens() != n) continue;  // only when lengths overflowed into one child
       size_t equal = 0;
-      for (size_t i = 0; i < n; ++i) {
+      bool candidate = true;
+      for (size_t i = 0; i < n && candidate; ++i) {
         std::string_view t = c.token(i);
-        equal += t == kWildcard || t == m.token(i);
+        if (t == m.token(i)) ++equal;
+        else if (c.pinned[i] || m.pinned[i]) candidate = false;  // zero vs non-zero
+        else equal += t == kWildcard;
       }
+      if (!candidate) continue;
       if (best == kNil || equal > best_equal) {
         best = slot;
         best_equal = equal;
       }
     }
-    // Integer comparison of equal / n >= similarity, so no rounding decides a tie.
+    // equal >= similarity * n rather than equal / n >= similarity: no division rounds a tie away.
     if (best != kNil && (n == 0 || static_cast<double>(best_equal) >= options_.similarity * static_cast<double>(n))) {
       join(slots_[best], m);
       return slots_[best].t.id;
@@ -286,6 +310,7 @@ TemplateId TemplateMiner::create(const MaskedMessage& m, std::string_view messag
   c.t.first_seen = c.t.last_seen = records_;
   c.begin = m.begin;
   c.end = m.end;
+  c.pinned = m.pinned;
   c.leaf = leaf;
   c.list = 0;
   c.live = true;
@@ -363,12 +388,13 @@ size_t TemplateMiner::memoryBytes() const {
   size_t b = sizeof(*this) + slots_.capacity() * sizeof(Cluster) + free_slots_.capacity() * sizeof(uint32_t);
   for (const Cluster& c : slots_) {
     if (!c.live) continue;
-    b += heapBytes(c.t.text) + heapBytes(c.t.example) + (c.begin.capacity() + c.end.capacity()) * sizeof(uint32_t);
+    b += heapBytes(c.t.text) + heapBytes(c.t.example) + (c.begin.capacity() + c.end.capacity()) * sizeof(uint32_t) +
+         c.pinned.capacity();
   }
   b += slot_of_.bucket_count() * sizeof(void*) + slot_of_.size() * (sizeof(std::pair<TemplateId, uint32_t>) + 2 * sizeof(void*));
   b += root_->bytes() + shortcuts_.capacity() * sizeof(Shortcut);
   b += heapBytes(scratch_.text) + (scratch_.begin.capacity() + scratch_.end.capacity()) * sizeof(uint32_t) +
-       scratch_.variable.capacity();
+       scratch_.variable.capacity() + scratch_.pinned.capacity();
   return b;
 }
 

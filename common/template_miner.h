@@ -6,15 +6,17 @@
 // placeholder, and a leaf holds clusters. A message joins the most similar cluster of its leaf
 // when the share of positions where the cluster's template equals the message's token (a
 // position already "<*>" counts as equal) is at least `similarity`; the positions that differ
-// become "<*>". Otherwise it starts a new cluster. A cluster's id never changes; its template
+// become "<*>". A kept zero ("exit code 0", see template_mask.h) never becomes "<*>": a cluster
+// that differs from the message there is not a candidate. Otherwise it starts a new cluster. A cluster's id never changes; its template
 // only gets more general.
 //
-// A shortcut keeps the cost per message low: a message equal to an earlier one but for its
-// number runs (a run starts at a digit and takes the hex digits after it, and 'x' after a
-// leading 0: 42, 3b, 0x7f3a, 9f86d0; a run that is just "0" stays apart from other runs, as the
-// masker keeps such a zero) joins the template that earlier message joined, without being
-// masked or compared again. The shortcut's table holds up to 2 * max_templates signatures (at
-// least 512) and is emptied when full; entries of evicted templates are ignored.
+// A shortcut keeps the cost per message low (most messages repeat an earlier one's shape): a
+// message equal to an earlier one of the same length but for its number-like bytes (digits, an
+// 'x' after a '0', hex letters next to digits; a lone '0' is kept apart from other digits, as
+// the masker keeps "exit code 0") joins the template that earlier message joined, without
+// being masked or compared again. Its table holds up to 2 * max_templates signatures (at least
+// 512) and is emptied when full; entries of evicted templates are ignored. Options::shortcut =
+// false turns it off (every message masked and routed).
 //
 // Bounded: at most `max_templates` clusters. A new cluster beyond that evicts one first: the
 // least recently seen cluster that saw a single message (a singleton), or when there is none the
@@ -58,6 +60,7 @@ struct TemplateMinerOptions {
   size_t max_children = 64;    // children of a tree node at most; the rest share a "<*>" child
   size_t max_tokens = 64;      // longer messages: the first max_tokens - 1 tokens and "<...>"
   size_t max_example_bytes = 512;
+  bool shortcut = true;        // see above
 };
 
 class TemplateMiner {

@@ -83,6 +83,7 @@ TEST_CASE("a zero after a count or status word stays literal", "[templates][mask
   CHECK(maskMessage("process exited with exit code 137") == "process exited with exit code <NUM>");
   CHECK(maskMessage("errors: 0, warnings: 3") == "errors: 0, warnings: <NUM>");
   CHECK(maskMessage("rc=0") == "rc=0");
+  CHECK(maskMessage("exitcode : 0 (pid: 4242)") == "exitcode : 0 (pid: <PID>)");
   CHECK(maskMessage("rank 0 ready") == "rank <NUM> ready");
 }
 

@@ -156,6 +156,44 @@ TEST_CASE("every sample line gets a template, and a sample has few", "[templates
   CHECK(total_templates * 4 <= total_records);
 }
 
+TEST_CASE("the shortcut joins a number-only variant without masking, and keeps a lone zero apart", "[templates][shortcut]") {
+  TemplateMiner miner;
+  TemplateId a = miner.add("task 3 exited with exit code 1 after 12ms at 0x7f3a");
+  CHECK(miner.shortcutHits() == 0);
+  CHECK(miner.add("task 7 exited with exit code 2 after 45ms at 0x9c1b") == a);
+  CHECK(miner.shortcutHits() == 1);
+  // Another length: the full path, the same template.
+  CHECK(miner.add("task 12 exited with exit code 2 after 45ms at 0x9c1b") == a);
+  CHECK(miner.shortcutHits() == 1);
+  // "exit code 0" is another message: the masker keeps its zero, and so does the shortcut.
+  TemplateId z = miner.add("task 7 exited with exit code 0 after 45ms at 0x9c1b");
+  CHECK(z != a);
+  CHECK(miner.get(z).text == "task <NUM> exited with exit code 0 after <NUM> at <HEX>");
+  CHECK(miner.add("task 8 exited with exit code 0 after 46ms at 0x9c1c") == z);
+  CHECK(miner.add("task 8 exited with exit code 5 after 46ms at 0x9c1c") == a);
+  CHECK(miner.get(a).count == 4);
+  CHECK(miner.get(z).count == 2);
+}
+
+TEST_CASE("the shortcut changes few templates on the samples", "[templates][shortcut][samples]") {
+  TemplateMinerOptions off;
+  off.shortcut = false;
+  uint64_t with = 0, without = 0;
+  for (const auto& s : tplSamples()) {
+    TemplateMiner a, b(off);
+    for (const auto& f : s.files)
+      for (const auto& m : tplMessages(f)) {
+        a.add(m);
+        b.add(m);
+      }
+    with += a.size();
+    without += b.size();
+  }
+  WARN("templates on the samples: " << with << " with the shortcut, " << without << " without");
+  CHECK(with <= without);
+  CHECK(with * 100 >= without * 95);
+}
+
 TEST_CASE("the same lines in the same order give the same templates and ids", "[templates][determinism]") {
   std::vector<std::string> lines;
   for (const auto& s : tplSamples())
@@ -164,7 +202,9 @@ TEST_CASE("the same lines in the same order give the same templates and ids", "[
   REQUIRE(lines.size() > 10000);
   TemplateMinerOptions small;
   small.max_templates = 300;  // with evictions too
-  for (const auto& opts : {TemplateMinerOptions{}, small}) {
+  TemplateMinerOptions full;
+  full.shortcut = false;
+  for (const auto& opts : {TemplateMinerOptions{}, small, full}) {
     TemplateMiner a(opts), b(opts);
     std::vector<TemplateId> ids_a, ids_b;
     for (const auto& l : lines) ids_a.push_back(a.add(l));
