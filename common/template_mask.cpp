@@ -358,15 +358,34 @@ void maskComposite(std::string_view core, MaskState& st) {
     }
     return;
   }
-  size_t letters = 0;
-  while (letters < core.size() && isAlpha(core[letters])) ++letters;
-  if (letters > 0 && letters < core.size() && countDigits(core, letters) == core.size() - letters) {
-    st.out->append(core.substr(0, letters));
-    bool rank = letters == 4 && startsWithNoCase(core, "rank");
-    st.put(rank ? TokenClass::kRank : TokenClass::kNum);
+  // A name with a hex tail of six or more mixing digits and letters: veth06ebf1, vethbcea12.
+  size_t tail = core.size();
+  while (tail > 0 && isHexDigit(core[tail - 1])) --tail;
+  bool name_head = tail > 0;
+  for (size_t i = 0; i < tail && name_head; ++i) name_head = isAlpha(core[i]);
+  std::string_view hex_tail = core.substr(tail);
+  if (name_head && hex_tail.size() >= 6 && hasDigit(hex_tail) && countDigits(hex_tail, 0) < hex_tail.size()) {
+    st.out->append(core.substr(0, tail));
+    st.put(TokenClass::kHex);
     return;
   }
-  st.out->append(core);
+  // Letters and digits: every digit run is a number (gpu3, nvme0n1p1, mlx5), after "rank" a rank.
+  bool alnum = true;
+  for (char c : core) alnum = alnum && (isAlpha(c) || isDigit(c));
+  if (!alnum) {
+    st.out->append(core);
+    return;
+  }
+  for (size_t i = 0; i < core.size();) {
+    size_t digits = countDigits(core, i);
+    if (digits == 0) {
+      st.out->push_back(core[i++]);
+      continue;
+    }
+    bool rank = i == 4 && startsWithNoCase(core, "rank") && i + digits == core.size();
+    st.put(rank ? TokenClass::kRank : TokenClass::kNum);
+    i += digits;
+  }
 }
 
 void maskCore(std::string_view core, MaskState& st) {

@@ -29,11 +29,21 @@ size_t heapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity()
 // comparison gives 0xFF in the lanes where it holds.
 using Bytes16 = unsigned char __attribute__((vector_size(16)));
 
-Bytes16 laneUp(Bytes16 v) {  // lane i takes lane i - 1; lane 0 gets 0
+// Lane i takes lane i - 1 (laneUp) or i + 1 (laneDown); the lane left over gets 0. GCC spells
+// the shuffle __builtin_shuffle, clang (the fuzz build) __builtin_shufflevector.
+Bytes16 laneUp(Bytes16 v) {
+#if defined(__clang__)
+  return __builtin_shufflevector(Bytes16{}, v, 0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30);
+#else
   return __builtin_shuffle(Bytes16{}, v, Bytes16{0, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30});
+#endif
 }
-Bytes16 laneDown(Bytes16 v) {  // lane i takes lane i + 1; lane 15 gets 0
+Bytes16 laneDown(Bytes16 v) {
+#if defined(__clang__)
+  return __builtin_shufflevector(v, Bytes16{}, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+#else
   return __builtin_shuffle(v, Bytes16{}, Bytes16{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+#endif
 }
 
 // Sixteen bytes with their number-like bytes replaced by 0x01: digits, an 'x' after a '0', and

@@ -7,8 +7,8 @@
 // when the share of positions where the cluster's template equals the message's token (a
 // position already "<*>" counts as equal) is at least `similarity`; the positions that differ
 // become "<*>". A kept zero ("exit code 0", see template_mask.h) never becomes "<*>": a cluster
-// that differs from the message there is not a candidate. Otherwise it starts a new cluster. A cluster's id never changes; its template
-// only gets more general.
+// that differs from the message there is not a candidate. Otherwise the message starts a new
+// cluster. A cluster's id never changes; its template only gets more general.
 //
 // A shortcut keeps the cost per message low (most messages repeat an earlier one's shape): a
 // message equal to an earlier one of the same length but for its number-like bytes (digits, an

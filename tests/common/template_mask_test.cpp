@@ -68,6 +68,9 @@ TEST_CASE("masking keeps the words and punctuation around the variables", "[temp
   CHECK(maskMessage("connect to 10.0.3.17<45123> failed : No route to host") ==
         "connect to <IP><<NUM>> failed : No route to host");
   CHECK(maskMessage("[::1]:8080 refused") == "[<IP>]:<NUM> refused");
+  CHECK(maskMessage("veth06ebf1: Link UP") == "veth<HEX>: Link UP");
+  CHECK(maskMessage("vethbcea12: Link UP") == "veth<HEX>: Link UP");
+  CHECK(maskMessage("EXT4-fs (nvme0n1p2): mounted filesystem") == "EXT<NUM>-fs (nvme<NUM>n<NUM>p<NUM>): mounted filesystem");
   CHECK(maskMessage("  File \"/opt/app/train.py\", line 212, in forward") ==
         "File \"<PATH>\", line <NUM>, in forward");
   CHECK(maskMessage("GPU GPU-5b7a2a3e-6c2f-9a5b-8d4e-0123456789ab at 2024-06-01T10:00:00Z took 12ms") ==

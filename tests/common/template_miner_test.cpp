@@ -117,13 +117,14 @@ std::string tplWord(uint64_t n) {
 TEST_CASE("every sample line gets a template, and a sample has few", "[templates][samples]") {
   auto samples = tplSamples();
   REQUIRE(samples.size() > 200);
-  uint64_t total_records = 0, total_templates = 0;
+  uint64_t total_records = 0, total_templates = 0, total_bytes = 0;
   size_t error_templates = 0;
   std::ostringstream table;
   for (const auto& s : samples) {
     TemplateMiner miner;
     uint64_t records = 0;
     for (const auto& f : s.files) {
+      total_bytes += fs::file_size(f);
       for (const auto& msg : tplMessages(f)) {
         TemplateId id = miner.add(msg);
         ++records;
@@ -152,7 +153,9 @@ TEST_CASE("every sample line gets a template, and a sample has few", "[templates
   }
   WARN("templates per sample (E: carries the error lexicon)\n"
        << table.str() << "total: " << total_records << " records, " << total_templates << " templates in "
-       << samples.size() << " samples");
+       << samples.size() << " samples, " << total_bytes << " bytes of logs ("
+       << static_cast<double>(total_templates) / (static_cast<double>(total_bytes) / (1 << 20))
+       << " templates per MiB, each sample mined on its own)");
   CHECK(total_templates * 4 <= total_records);
 }
 
