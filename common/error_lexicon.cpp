@@ -35,7 +35,7 @@ constexpr std::string_view kWords[] = {
     "killed", "killing", "panic", "panicked", "panicking", "timeout", "timeouts", "refused",
     "unreachable", "traceback", "segfault", "segfaulted", "fault", "faults", "faulted", "faulting",
     "denied", "cannot", "can't", "couldn't", "unable", "invalid", "corrupt", "corrupted",
-    "corruption", "oom", "crash", "crashed", "crashes", "crashing", "died", "dead", "deadlock",
+    "corruption", "oom", "crash", "crashed", "crashes", "crashing", "died", "deadlock",
     "deadlocked", "hung", "hang", "hangs", "lockup", "stuck", "unresponsive", "critical", "crit",
     "emerg", "assert", "assertion", "illegal", "violation", "uncorrectable", "unrecoverable",
     "unexpected", "unavailable", "mismatch", "lost", "oops", "rejected", "degraded", "sigsegv",

@@ -263,9 +263,12 @@ bool isPath(std::string_view s) {
 
 // Words after which a bare 0 stays literal: "exit code 0", "errors: 0", "rc=0".
 bool zeroMatters(std::string_view lower_word) {
-  static constexpr std::array<std::string_view, 16> kWords{
-      "code", "status", "rc", "exitcode", "exit_code", "returncode", "exit", "errors", "error",
-      "failures", "failed", "fails", "errs", "err", "faults", "returned"};
+  // The last part of a snake_case name counts: slurm_rc, exit_code, error_count.
+  if (size_t us = lower_word.rfind('_'); us != std::string_view::npos && us + 1 < lower_word.size())
+    lower_word = lower_word.substr(us + 1);
+  static constexpr std::string_view kWords[] = {
+      "code", "status", "rc", "exitcode", "returncode", "exit", "errors", "error", "failures",
+      "failed", "fails", "errs", "err", "faults", "returned", "count", "counter", "cnt", "total"};
   for (auto w : kWords)
     if (w == lower_word) return true;
   return false;

@@ -45,6 +45,7 @@ TEST_CASE("error lexicon: words, phrases and exit values", "[templates][lexicon]
            "CUDA_ERROR_INVALID_VALUE",
            "cudaErrorNoDevice",
            "Reason: OOMKilled",
+           "job <NUM> completed with slurm_rc = 0, job_rc = <NUM>",
        }) {
     INFO(line);
     CHECK(carriesErrorLexicon(line));
@@ -73,6 +74,9 @@ TEST_CASE("error lexicon: benign lines and negations say no", "[templates][lexic
            "timeout 1800",
            "setting timeout to 30 seconds",
            "error_count=0 rx_errors_total: 0",
+           "job 4242 completed with slurm_rc = 0, job_rc = 0",
+           "job <NUM> completed with slurm_rc = 0, job_rc = 0",
+           "time=\"<TIME>\" level=info msg=\"cleaning up dead shim\" id=<HEX> namespace=moby",
            "terrorist errorless",
            "",
        }) {

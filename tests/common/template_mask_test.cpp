@@ -87,6 +87,9 @@ TEST_CASE("a zero after a count or status word stays literal", "[templates][mask
   CHECK(maskMessage("errors: 0, warnings: 3") == "errors: 0, warnings: <NUM>");
   CHECK(maskMessage("rc=0") == "rc=0");
   CHECK(maskMessage("exitcode : 0 (pid: 4242)") == "exitcode : 0 (pid: <PID>)");
+  CHECK(maskMessage("job 4242 completed with slurm_rc = 0, job_rc = 1") ==
+        "job <NUM> completed with slurm_rc = 0, job_rc = <NUM>");
+  CHECK(maskMessage("rx_errors: 0 error_count=0") == "rx_errors: 0 error_count=0");
   CHECK(maskMessage("rank 0 ready") == "rank <NUM> ready");
 }
 
