@@ -18,7 +18,9 @@
 # YAML loaded and compiled, the cache written) and a warm one, next to `rg --version`. The engine
 # runs use the warm cache (bench/out/rules-cache), as `faultline scan` does after its first run.
 # Prints a table and, as the last line, "ratio X": the lowest over the three formats of engine
-# lines/s per core / ripgrep (-j1) lines/s per core. See bench/README.md.
+# lines/s per core / ripgrep (-j1) lines/s per core. See bench/README.md. When
+# BUILD_DIR/bench/template_bench is built (make bench builds it), the template miner's cost per
+# record next to the engine's and its templates per MiB on the same logs come first.
 set -euo pipefail
 
 BUILD_DIR=${1:-build}
@@ -89,6 +91,22 @@ for FMT in $FORMATS; do
   run "engine_$FMT" "$FAULTLINE" --rules-cache "$CACHE" scan -q "$LOG"
   run "rg_j1_$FMT" "$RG" -j1 -c -f "$PAT_RG" "$LOG"
 done
+
+# --- the template miner (issue 30) next to the engine, on the same logs ------------------------
+# bench/template_bench.cpp: the miner's CPU per record as a share of the engine's (scan -q in
+# process), templates per MiB. Printed ahead of the table so "ratio X" stays the last line.
+TEMPLATE_BENCH="$BUILD_DIR/bench/template_bench"
+if [ -x "$TEMPLATE_BENCH" ]; then
+  LOGS=()
+  for FMT in $FORMATS; do LOGS+=("$OUT/mixed-$FMT-$SIZE.log"); done
+  echo "bench: running template_bench on ${LOGS[*]}" >&2
+  "$TEMPLATE_BENCH" --rules "$ROOT/rules" "${LOGS[@]}" > "$OUT/template_bench.out"
+  echo "template miner (bench/template_bench; ratios of CPU per record, same run):"
+  cat "$OUT/template_bench.out"
+  echo
+else
+  echo "bench: $TEMPLATE_BENCH not built (cmake --build $BUILD_DIR --target template_bench): no template figures" >&2
+fi
 
 python3 - "$OUT" "$SIZE" "$PAT_TOTAL" "$PAT_USED" "$(nproc)" $FORMATS <<'PY'
 import re, sys
