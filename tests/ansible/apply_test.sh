@@ -85,11 +85,14 @@ mode = sys.argv[1]
 count_file = "$tmp/agents-calls-" + mode
 n = int(open(count_file).read()) if os.path.exists(count_file) else 0
 open(count_file, "w").write(str(n + 1))
+# MODE is one mode for both nodes, or "A+B": testnode01 A, sitenode01 B (one playbook run checks two).
+modes = dict(zip(["testnode01", "sitenode01"], mode.split("+") * (2 if "+" not in mode else 1)))
 def agent(name):
-    return {"agent_id": name, "live": mode != "dead",
-            "agent_version": "0.0.1" if mode == "old" else "$agent_version",
-            "started": "2026-01-01T00:00:%02d.000Z" % (n if mode == "crashloop" else 0),
-            "last_heartbeat": "2026-01-01T00:01:%02d.000Z" % (0 if mode == "hung" else n % 60)}
+    m = modes[name]
+    return {"agent_id": name, "live": m != "dead",
+            "agent_version": "0.0.1" if m == "old" else "$agent_version",
+            "started": "2026-01-01T00:00:%02d.000Z" % (n if m == "crashloop" else 0),
+            "last_heartbeat": "2026-01-01T00:01:%02d.000Z" % (0 if m == "hung" else n % 60)}
 print(json.dumps([agent("testnode01"), agent("sitenode01")]))
 PY
 
@@ -363,24 +366,28 @@ run check-applied --check --diff || fail "check mode on the applied root failed"
 # 5. The health check stops the rollout when the aggregator does not list the agent as live, hears
 # another version, sees it restart (a crash loop) or its heartbeat stop; it passes the healthy one.
 # (--start-at-task: only the health check runs, the rest was covered above.)
+# Two playbook runs, each with one kind of trouble per node (testnode01+sitenode01).
 health_start='faultline_agent : Version of the installed agent'
-for bad in dead old crashloop hung; do
-  if run "unhealthy-$bad" -e "faultline_agent_health_check_command='python3 $tmp/agents.py $bad'" \
+for pair in dead+old crashloop+hung; do
+  if run "unhealthy-$pair" -e "faultline_agent_health_check_command='python3 $tmp/agents.py $pair'" \
       -e faultline_agent_health_check_retries=2 --start-at-task "$health_start" 2>/dev/null; then
-    fail "an agent that is $bad passed the health check"
+    fail "agents that are $pair passed the health check"
   fi
-  grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy-$bad.log" || fail "health check ($bad) did not run"
+  grep -q 'Wait until the aggregator hears the agent' "$tmp/unhealthy-$pair.log" || fail "health check ($pair) did not run"
 done
-# A dead agent or another version is stopped by the first look.
-for bad in dead old; do
-  sed -n '/Wait until the aggregator hears the agent (command)/,/^TASK\|PLAY RECAP/p' "$tmp/unhealthy-$bad.log" \
-    | grep -q '^fatal:' || fail "the $bad agent was not stopped by the first look"
-done
-# The first look passes a crash-looping or hung agent; the second look is what stops it.
-for bad in crashloop hung; do
-  sed -n '/The same agent process still runs/,/^TASK\|PLAY RECAP/p' "$tmp/unhealthy-$bad.log" | grep -q '^fatal:' \
-    || fail "the $bad agent was not stopped by the second look"
-done
+# A dead agent or another version is stopped by the first look; the first look passes a
+# crash-looping or hung agent and the second look stops it. Each node fails on its own.
+look() {  # LOG TASK HOST: the task failed for HOST
+  sed -n "/$2/,/^TASK\\|PLAY RECAP/p" "$tmp/$1.log" | grep -qE "^fatal: \[$3( -> [^]]*)?\]"
+}
+look unhealthy-dead+old 'Wait until the aggregator hears the agent (command)' localhost \
+  || fail "the dead agent was not stopped by the first look"
+look unhealthy-dead+old 'Wait until the aggregator hears the agent (command)' sitenode01 \
+  || fail "the agent of another version was not stopped by the first look"
+look unhealthy-crashloop+hung 'The same agent process still runs' localhost \
+  || fail "the crash-looping agent was not stopped by the second look"
+look unhealthy-crashloop+hung 'The same agent process still runs' sitenode01 \
+  || fail "the hung agent was not stopped by the second look"
 # (A healthy agent passes: every apply above ran the check with agents.py ok.)
 grep -q 'The same agent process still runs, with a newer heartbeat (command)' "$tmp/apply.log" \
   || fail "the apply did not run the health check's second look"
