@@ -125,13 +125,14 @@ fail() { echo "apply_test: FAIL: $*" >&2; exit 1; }
 # run NAME [ansible-playbook args...]: output in $tmp/NAME.log; prints the recap line. The
 # inventory: $inventory if set.
 run() {
-  local name=$1; shift
+  local name=$1 t0=$SECONDS; shift
   if ! (cd "$src/ansible" && ansible-playbook -i "${inventory:-$tmp/inventory.ini}" -e "@$tmp/vars.yml" site.yml "$@") \
       > "$tmp/$name.log" 2>&1; then
+    echo "apply_test: run $name failed after $((SECONDS - t0)) s" >&2
     cat "$tmp/$name.log" >&2
     return 1
   fi
-  grep -E '^(localhost|edge01|sitenode01) +:' "$tmp/$name.log" | tail -3 | tr '\n' ' '; echo
+  echo "run $name: $((SECONDS - t0)) s; $(grep -E '^(localhost|edge01|sitenode01) +:' "$tmp/$name.log" | tail -3 | tr '\n' ' ')"
 }
 # Tasks changed on all hosts (the recap's last line per host).
 changed() {
