@@ -102,6 +102,9 @@ TEST_CASE("verdicts: provisional at once, revised after settle, final when every
   CHECK(v2->revision == 2);
   CHECK(v2->reason == "settle");
   CHECK(v2->status == "provisional");
+  // Both agents are live (a heartbeat 41 s ago): not reported past the window yet, waited for,
+  // not missing. At revision 1 their last heartbeats were 301 s old: missing then.
+  CHECK(v2->missing_nodes.empty());
   CHECK(f.engine->tick() == 0);
 
   f.heartbeat("gpu-01", kT0 + 400 * kSec);
