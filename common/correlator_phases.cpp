@@ -438,7 +438,7 @@ class RelationPass {
   void breakCycles() {
     for (size_t i = 0; i < items_.size(); ++i) {
       const Decided& d = decided_[i];
-      if (!d.set || !d.cause) continue;
+      if (!d.set) continue;
       const Decided& other = decided_[*d.cause];
       if (!other.set || other.cause != i || d.relation < other.relation) continue;
       items_[i].eff = d.eff_before;
@@ -457,7 +457,8 @@ class RelationPass {
         if (role_decided) return false;
         std::optional<size_t> j;
         if (r.cause && !(j = findCause(i, r_index))) return false;
-        decided_[i] = {true, r_index, j, it.eff, it.because};
+        // Only a decision with a cause can be half of a cycle (breakCycles).
+        if (j) decided_[i] = {true, r_index, j, it.eff, it.because};
         if (r.effect == RelationEffect::kContext) it.eff = Role::kContext;
         else if (it.eff == Role::kRoot) it.eff = Role::kCascade;
         it.because = because(r_index, j, 0);
