@@ -27,6 +27,7 @@ std::string_view sourceKindName(SourceKind kind) {
     case SourceKind::kJournal: return "journal";
     case SourceKind::kFabricManager: return "fabricmanager";
     case SourceKind::kApplication: return "application";
+    case SourceKind::kMetric: return "metric";
   }
   return "application";
 }

@@ -32,7 +32,7 @@ enum class LogFormat {
 std::string_view formatName(LogFormat format);
 
 // Coarse origin of a record; rules may restrict themselves to some kinds.
-enum class SourceKind { kKernel, kJournal, kFabricManager, kApplication };
+enum class SourceKind { kKernel, kJournal, kFabricManager, kApplication, kMetric };  // kMetric: a PromQL series
 
 std::string_view sourceKindName(SourceKind kind);
 SourceKind sourceKindOf(LogFormat format);

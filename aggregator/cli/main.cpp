@@ -102,9 +102,11 @@ int cmdRulesCheck(const std::vector<std::string>& dirs) {
   for (const auto& r : loaded.rules->rules) examples += r.match_examples.size() + r.no_match_examples.size();
   size_t relation_examples = 0;
   for (const auto& r : loaded.rules->relations) relation_examples += r.examples.size();
-  std::printf("ok: %zu rules, %zu examples, %zu causality relations with %zu examples, ruleset %s\n",
+  size_t metric_examples = 0;
+  for (const auto& r : loaded.rules->metric_rules) metric_examples += r.match_examples.size() + r.no_match_examples.size();
+  std::printf("ok: %zu rules, %zu examples, %zu causality relations with %zu examples, %zu metric rules with %zu examples, ruleset %s\n",
               loaded.rules->rules.size(), examples, loaded.rules->relations.size(), relation_examples,
-              loaded.rules->version.c_str());
+              loaded.rules->metric_rules.size(), metric_examples, loaded.rules->version.c_str());
   return 0;
 }
 
