@@ -15,7 +15,7 @@ namespace faultline::common {
 namespace {
 
 constexpr size_t kClasses = kLeadDomains.size();
-constexpr std::string_view kFormat = "faultline-domain-model 1";
+constexpr std::string_view kFormat = "faultline-domain-model 2";
 
 bool isUpper(char c) { return c >= 'A' && c <= 'Z'; }
 bool isLower(char c) { return c >= 'a' && c <= 'z'; }
@@ -82,6 +82,12 @@ Words wordsOf(std::string_view masked) {
   return out;
 }
 
+void softmaxInPlace(std::array<double, kClasses>& z) {
+  double top = *std::max_element(z.begin(), z.end()), sum = 0;
+  for (double& v : z) sum += (v = std::exp(v - top));
+  for (double& v : z) v /= sum;
+}
+
 std::string formatDouble(double v) { return fmt::format("{:.9g}", v); }
 
 bool parseDouble(std::string_view s, double* out) {
@@ -115,13 +121,43 @@ std::string emitterFamily(std::string_view rule_file, FamilyGrain grain) {
   return fmt::format("{}/{}", folder, name.substr(0, cut));
 }
 
-std::vector<DomainExample> domainExamplesOf(const RuleSet& rules, FamilyGrain grain) {
-  std::vector<DomainExample> out;
+std::vector<DomainExample> domainExamplesOf(const RuleSet& rules, FamilyGrain grain, DomainExampleCounts* counts) {
+  std::vector<DomainExample> all;
   for (const auto& r : rules.rules) {
     if (r.deprecated || r.role != Role::kRoot || !classIndex(r.sub_domain)) continue;
     std::string family = emitterFamily(r.file, grain);
-    for (const auto& line : r.match_examples) out.push_back({line, r.sub_domain, family});
+    for (const auto& line : r.match_examples) all.push_back({line, r.sub_domain, family});
   }
+  // A line's wording: its distinct features, sorted.
+  auto wording = [](const std::string& line) {
+    auto f = domainFeaturesOf(line);
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+    std::string key;
+    for (const auto& x : f) key += x + '\n';
+    return key;
+  };
+  struct Seen {
+    size_t first;
+    bool conflict = false;
+  };
+  std::map<std::string, Seen> seen;
+  std::vector<std::string> keys(all.size());
+  DomainExampleCounts n;
+  n.lines = all.size();
+  for (size_t i = 0; i < all.size(); ++i) {
+    keys[i] = wording(all[i].line);
+    auto [it, fresh] = seen.try_emplace(keys[i], Seen{i});
+    if (!fresh && all[it->second.first].domain != all[i].domain) it->second.conflict = true;
+  }
+  std::vector<DomainExample> out;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& s = seen.at(keys[i]);
+    if (s.conflict) ++n.ambiguous;
+    else if (s.first != i) ++n.repeated;
+    else out.push_back(std::move(all[i]));
+  }
+  if (counts) *counts = n;
   return out;
 }
 
@@ -139,28 +175,74 @@ std::vector<std::string> domainFeaturesOf(std::string_view line) {
 DomainClassifier DomainClassifier::train(const std::vector<DomainExample>& examples,
                                          const DomainTrainOptions& options) {
   DomainClassifier m;
-  m.alpha_ = options.alpha;
-  // std::map: features come out sorted, so the model (and its text) does not depend on hashing.
-  std::map<std::string, std::array<double, kClasses>> counts;
-  std::array<double, kClasses> totals{};
-  for (const auto& ex : examples) {
-    auto c = classIndex(ex.domain);
-    if (!c) continue;
-    ++m.examples_[*c];
-    for (auto& f : domainFeaturesOf(ex.line)) {
-      counts[std::move(f)][*c] += 1;
-      totals[*c] += 1;
-    }
+  m.l2_ = options.l2;
+  m.epochs_ = options.epochs;
+  // The lines in a canonical order (by text, then class), so the model does not depend on the
+  // order the rules were loaded in; std::map numbers the features in sorted order for the same
+  // reason (and for the model text).
+  std::vector<std::pair<std::string_view, size_t>> lines;
+  for (const auto& ex : examples)
+    if (auto c = classIndex(ex.domain)) lines.push_back({ex.line, *c});
+  std::sort(lines.begin(), lines.end());
+  std::map<std::string, size_t> vocabulary;
+  std::vector<std::vector<std::string>> raw(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    raw[i] = domainFeaturesOf(lines[i].first);
+    for (const auto& f : raw[i]) vocabulary.emplace(f, 0);
+    ++m.examples_[lines[i].second];
   }
-  const double vocabulary = static_cast<double>(counts.size());
-  m.names_.reserve(counts.size());
-  m.log_likelihood_.reserve(counts.size());
-  for (const auto& [name, n] : counts) {
-    std::array<double, kClasses> ll{};
-    for (size_t c = 0; c < kClasses; ++c)
-      ll[c] = std::log((n[c] + m.alpha_) / (totals[c] + m.alpha_ * vocabulary));
+  size_t next = 0;
+  for (auto& [name, index] : vocabulary) {
+    index = next++;
     m.names_.push_back(name);
-    m.log_likelihood_.push_back(ll);
+  }
+  // Each line as the set of its features (presence, not counts).
+  std::vector<std::vector<size_t>> active(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (const auto& f : raw[i]) active[i].push_back(vocabulary.at(f));
+    std::sort(active[i].begin(), active[i].end());
+    active[i].erase(std::unique(active[i].begin(), active[i].end()), active[i].end());
+  }
+  // Classes weighted to equal total weight: a uniform prior, since how many rules each domain has
+  // says how many were written, not how often a domain fails.
+  std::array<double, kClasses> class_weight{};
+  for (size_t c = 0; c < kClasses; ++c)
+    class_weight[c] = m.examples_[c] ? static_cast<double>(lines.size()) / (kClasses * m.examples_[c]) : 0;
+
+  // Multinomial logistic regression by stochastic gradient descent with AdaGrad step sizes and L2
+  // on the weights a step touches; the lines visited in an order shuffled by a fixed seed.
+  using Row = std::array<double, kClasses>;
+  m.weights_.assign(m.names_.size(), Row{});
+  std::vector<Row> squared(m.names_.size(), Row{});
+  Row bias_squared{};
+  constexpr double kRate = 0.5, kEpsilon = 1e-8;
+  std::vector<size_t> order(lines.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto random = [&state] {  // splitmix64: the same sequence on every platform
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (int epoch = 0; epoch < m.epochs_; ++epoch) {
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+    for (size_t i : order) {
+      Row p = m.bias_;
+      for (size_t f : active[i])
+        for (size_t c = 0; c < kClasses; ++c) p[c] += m.weights_[f][c];
+      softmaxInPlace(p);
+      for (size_t c = 0; c < kClasses; ++c) {
+        double g = class_weight[lines[i].second] * (p[c] - (c == lines[i].second ? 1.0 : 0.0));
+        bias_squared[c] += g * g;
+        m.bias_[c] -= kRate * g / std::sqrt(bias_squared[c] + kEpsilon);
+        for (size_t f : active[i]) {
+          double gw = g + m.l2_ * m.weights_[f][c];
+          squared[f][c] += gw * gw;
+          m.weights_[f][c] -= kRate * gw / std::sqrt(squared[f][c] + kEpsilon);
+        }
+      }
+    }
   }
   return m;
 }
@@ -174,43 +256,32 @@ size_t DomainClassifier::find(std::string_view feature) const {
 DomainGuess DomainClassifier::classify(std::string_view line, size_t top) const {
   DomainGuess g;
   g.posterior.fill(1.0 / kClasses);
-  std::array<double, kClasses> score{};
   std::vector<size_t> known;
   for (const auto& f : domainFeaturesOf(line)) {
     size_t i = find(f);
-    if (i == names_.size()) continue;
-    known.push_back(i);
-    for (size_t c = 0; c < kClasses; ++c) score[c] += log_likelihood_[i][c];
+    if (i != names_.size()) known.push_back(i);
   }
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
   g.known_features = known.size();
   if (known.empty()) return g;
-  // The per-feature mean of the log likelihoods: a softmax over it (uniform prior) is the
-  // confidence; the winner is the same as naive Bayes' own.
-  double best = -INFINITY;
-  size_t win = 0;
-  for (size_t c = 0; c < kClasses; ++c) {
-    score[c] /= static_cast<double>(known.size());
-    if (score[c] > best) {
-      best = score[c];
-      win = c;
-    }
-  }
-  double sum = 0;
-  for (size_t c = 0; c < kClasses; ++c) sum += std::exp(score[c] - best);
-  for (size_t c = 0; c < kClasses; ++c) g.posterior[c] = std::exp(score[c] - best) / sum;
+  std::array<double, kClasses> p = bias_;
+  for (size_t i : known)
+    for (size_t c = 0; c < kClasses; ++c) p[c] += weights_[i][c];
+  softmaxInPlace(p);
+  size_t win = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  g.posterior = p;
   g.domain = kLeadDomains[win];
-  g.probability = g.posterior[win];
+  g.probability = p[win];
   g.committable = commit_threshold_ && g.probability >= *commit_threshold_;
 
   // How far each known feature pulls toward the winner over the strongest other class.
-  std::sort(known.begin(), known.end());
-  known.erase(std::unique(known.begin(), known.end()), known.end());
   std::vector<std::pair<double, size_t>> pull;
   for (size_t i : known) {
     double other = -INFINITY;
     for (size_t c = 0; c < kClasses; ++c)
-      if (c != win) other = std::max(other, log_likelihood_[i][c]);
-    double d = log_likelihood_[i][win] - other;
+      if (c != win) other = std::max(other, weights_[i][c]);
+    double d = weights_[i][win] - other;
     if (d > 0) pull.push_back({d, i});
   }
   std::sort(pull.begin(), pull.end(), [](const auto& a, const auto& b) {
@@ -222,15 +293,17 @@ DomainGuess DomainClassifier::classify(std::string_view line, size_t top) const 
 
 std::string DomainClassifier::serialize() const {
   std::string out(kFormat);
-  out += fmt::format("\nalpha {}\nclasses", formatDouble(alpha_));
+  out += fmt::format("\nl2 {} epochs {}\nclasses", formatDouble(l2_), epochs_);
   for (auto d : kLeadDomains) out += fmt::format(" {}", subDomainName(d));
   out += "\nexamples";
   for (size_t n : examples_) out += fmt::format(" {}", n);
+  out += "\nbias";
+  for (double v : bias_) out += fmt::format(" {}", formatDouble(v));
   out += fmt::format("\ncommit_threshold {}\nfeatures {}\n",
                      commit_threshold_ ? formatDouble(*commit_threshold_) : std::string("none"), names_.size());
   for (size_t i = 0; i < names_.size(); ++i) {
     out += names_[i];
-    for (double v : log_likelihood_[i]) out += fmt::format("\t{}", formatDouble(v));
+    for (double v : weights_[i]) out += fmt::format("\t{}", formatDouble(v));
     out += '\n';
   }
   return out;
@@ -243,50 +316,57 @@ std::optional<DomainClassifier> DomainClassifier::parse(std::string_view text, s
     *error = fmt::format("domain model line {}: {}", line + 1, why);
     return std::nullopt;
   };
-  if (lines.size() < 6 || lines[0] != kFormat) return fail(0, fmt::format("not '{}'", kFormat));
+  constexpr size_t kHeader = 7;
+  if (lines.size() < kHeader || lines[0] != kFormat) return fail(0, fmt::format("not '{}'", kFormat));
   DomainClassifier m;
-  auto keyed = [&](size_t i, std::string_view key) -> std::optional<std::vector<std::string_view>> {
+  // Line i as "key v1 v2 ...": the values, when the key is right and there are `n` of them.
+  auto values = [&](size_t i, std::string_view key, size_t n) -> std::optional<std::vector<std::string_view>> {
     auto parts = splitOn(lines[i], ' ');
-    if (parts.empty() || parts[0] != key) return std::nullopt;
+    if (parts.size() != n + 1 || parts[0] != key) return std::nullopt;
     parts.erase(parts.begin());
     return parts;
   };
-  auto alpha = keyed(1, "alpha");
-  if (!alpha || alpha->size() != 1 || !parseDouble((*alpha)[0], &m.alpha_)) return fail(1, "expected 'alpha X'");
-  auto classes = keyed(2, "classes");
-  if (!classes || classes->size() != kClasses) return fail(2, "expected the five classes");
+  auto toSize = [](std::string_view s, auto* out) {
+    auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  auto l2 = values(1, "l2", 3);
+  if (!l2 || !parseDouble((*l2)[0], &m.l2_) || (*l2)[1] != "epochs" || !toSize((*l2)[2], &m.epochs_))
+    return fail(1, "expected 'l2 X epochs N'");
+  auto classes = values(2, "classes", kClasses);
+  if (!classes) return fail(2, "expected the five classes");
   for (size_t c = 0; c < kClasses; ++c)
     if ((*classes)[c] != subDomainName(kLeadDomains[c])) return fail(2, "classes out of order");
-  auto examples = keyed(3, "examples");
-  if (!examples || examples->size() != kClasses) return fail(3, "expected five example counts");
-  for (size_t c = 0; c < kClasses; ++c) {
-    auto s = (*examples)[c];
-    if (std::from_chars(s.data(), s.data() + s.size(), m.examples_[c]).ec != std::errc()) return fail(3, "bad count");
-  }
-  auto threshold = keyed(4, "commit_threshold");
-  if (!threshold || threshold->size() != 1) return fail(4, "expected 'commit_threshold X|none'");
+  auto examples = values(3, "examples", kClasses);
+  if (!examples) return fail(3, "expected five example counts");
+  for (size_t c = 0; c < kClasses; ++c)
+    if (!toSize((*examples)[c], &m.examples_[c])) return fail(3, "bad count");
+  auto bias = values(4, "bias", kClasses);
+  if (!bias) return fail(4, "expected five biases");
+  for (size_t c = 0; c < kClasses; ++c)
+    if (!parseDouble((*bias)[c], &m.bias_[c])) return fail(4, "bad number");
+  auto threshold = values(5, "commit_threshold", 1);
+  if (!threshold) return fail(5, "expected 'commit_threshold X|none'");
   if ((*threshold)[0] != "none") {
     double t = 0;
-    if (!parseDouble((*threshold)[0], &t)) return fail(4, "bad threshold");
+    if (!parseDouble((*threshold)[0], &t)) return fail(5, "bad threshold");
     m.commit_threshold_ = t;
   }
-  auto features = keyed(5, "features");
+  auto features = values(6, "features", 1);
   size_t n = 0;
-  if (!features || features->size() != 1 ||
-      std::from_chars((*features)[0].data(), (*features)[0].data() + (*features)[0].size(), n).ec != std::errc() ||
-      n != lines.size() - 6)
-    return fail(5, "feature count does not match the lines that follow");
+  if (!features || !toSize((*features)[0], &n) || n != lines.size() - kHeader)
+    return fail(6, "feature count does not match the lines that follow");
   m.names_.reserve(n);
-  m.log_likelihood_.reserve(n);
-  for (size_t i = 6; i < lines.size(); ++i) {
+  m.weights_.reserve(n);
+  for (size_t i = kHeader; i < lines.size(); ++i) {
     auto cols = splitOn(lines[i], '\t');
     if (cols.size() != kClasses + 1 || cols[0].empty()) return fail(i, "expected a feature and five numbers");
     if (!m.names_.empty() && !(m.names_.back() < cols[0])) return fail(i, "features not sorted");
-    std::array<double, kClasses> ll{};
+    std::array<double, kClasses> w{};
     for (size_t c = 0; c < kClasses; ++c)
-      if (!parseDouble(cols[c + 1], &ll[c])) return fail(i, "bad number");
+      if (!parseDouble(cols[c + 1], &w[c])) return fail(i, "bad number");
     m.names_.emplace_back(cols[0]);
-    m.log_likelihood_.push_back(ll);
+    m.weights_.push_back(w);
   }
   return m;
 }

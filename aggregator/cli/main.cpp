@@ -142,8 +142,9 @@ int cmdRulesClassify(const std::vector<std::string>& lines) {
     for (std::string l; std::getline(std::cin, l);)
       if (!l.empty()) show(l);
   auto t = model->commitThreshold();
-  std::printf("(a lead commits its domain at p >= %s: leave-one-family-out, docs/coverage/domain-classifier.md)\n",
-              t ? fmt::format("{}", *t).c_str() : "never");
+  std::printf("(%s; measured leave-one-family-out: docs/coverage/domain-classifier.md)\n",
+              t ? fmt::format("a lead commits its domain at p >= {}", *t).c_str()
+                : "a lead never commits its domain: no confidence band reached 95 % precision");
   return 0;
 }
 

@@ -80,14 +80,18 @@ int main(int argc, char** argv) {
     for (const auto& e : loaded.errors) std::fprintf(stderr, "%s\n", e.c_str());
     return 1;
   }
-  auto by_folder = domainExamplesOf(*loaded.rules, FamilyGrain::kFolder);
+  DomainExampleCounts counts;
+  auto by_folder = domainExamplesOf(*loaded.rules, FamilyGrain::kFolder, &counts);
   auto by_file = domainExamplesOf(*loaded.rules, FamilyGrain::kFile);
   auto folder_report = leaveOneFamilyOut(by_folder);
   auto file_report = leaveOneFamilyOut(by_file);
   auto threshold = stricterThreshold(folder_report.commit_threshold, file_report.commit_threshold);
   if (lofo) {
-    std::printf("Leave one rules/ folder out (%zu training lines):\n\n%s\n", by_folder.size(),
-                formatLofoReport(folder_report).c_str());
+    std::printf(
+        "%zu example lines of root rules in the five domains; %zu repeat an earlier line's wording, %zu read the\n"
+        "same as a line of another domain (after masking): %zu lines.\n\n",
+        counts.lines, counts.repeated, counts.ambiguous, by_folder.size());
+    std::printf("Leave one rules/ folder out:\n\n%s\n", formatLofoReport(folder_report).c_str());
     std::printf("Leave one pack file out (siblings sharing a name before '_' together):\n\n%s\n",
                 formatLofoReport(file_report).c_str());
     std::printf("The model commits at: %s (the stricter of the two)\n",
