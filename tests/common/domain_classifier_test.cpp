@@ -165,6 +165,24 @@ TEST_CASE("the same rules give the same model bytes, and the text reads back", "
   CHECK(error.find("feature count") != std::string::npos);
 }
 
+TEST_CASE("each wording is one training line, and a wording two domains share is none", "[domain]") {
+  auto loaded = loadRuleSet(
+      {tinyPack("rules/gpu/a.yaml",
+                {{"a.hw", "hardware", "root",
+                  {"NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus", "NVRM: Xid (PCI:0000:3b:00): 144, Ch 0000000a",
+                   "NVRM: Xid (PCI:0000:b7:00): 79, GPU has fallen off the bus"}},
+                 {"a.sw", "system_software", "root", {"NVRM: Xid (PCI:0000:3b:00): 62, Ch 0000000a"}}})},
+      "1.0.0");
+  REQUIRE(loaded.errors.empty());
+  DomainExampleCounts counts;
+  auto ex = domainExamplesOf(*loaded.rules, FamilyGrain::kFolder, &counts);
+  CHECK(counts.lines == 4);
+  CHECK(counts.repeated == 1);   // the second "fallen off the bus": only its PCI id differs
+  CHECK(counts.ambiguous == 2);  // "Ch 0000000a" with Xid 144 (hardware) and 62 (system_software)
+  REQUIRE(ex.size() == 1);
+  CHECK(ex[0].line == "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus");
+}
+
 TEST_CASE("leave-one-family-out trains without the family it tests", "[domain]") {
   // Two families say the same things about storage and links; a third says them in words no
   // other family uses, so only it is missed when held out.
@@ -215,9 +233,13 @@ TEST_CASE("the model the build trained reads the shipped rules' lines", "[domain
   REQUIRE(loaded.rules);
   auto examples = domainExamplesOf(*loaded.rules, FamilyGrain::kFolder);
 
-  // It is the model of the current rules (a stale build would differ), whatever its threshold.
+  // It is the model of the current rules (a stale build would differ), and its threshold is the
+  // one leave-one-family-out measures on them (the stricter of the two groupings).
+  auto threshold = stricterThreshold(leaveOneFamilyOut(examples).commit_threshold,
+                                     leaveOneFamilyOut(domainExamplesOf(*loaded.rules, FamilyGrain::kFile)).commit_threshold);
+  CHECK(model->commitThreshold() == threshold);
   auto fresh = DomainClassifier::train(examples);
-  fresh.setCommitThreshold(model->commitThreshold());
+  fresh.setCommitThreshold(threshold);
   CHECK(fresh.serialize() == builtinDomainModelText());
 
   // Every domain's own lines are read as that domain (in-sample, so this is a sanity check; the
