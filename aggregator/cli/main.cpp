@@ -18,7 +18,7 @@
 #include "aggregator/store/db.h"
 #include "aggregator/store/store_copy.h"
 #include "common/domain_classifier.h"
-#include "common/domain_model/builtin.h"
+#include "tools/domain_model/builtin.h"
 #include "common/rule_cache.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"

@@ -1,13 +1,13 @@
 // The domain classifier (common/domain_classifier.h): features, training on a hand-made rule set,
 // determinism of the model text, leave-one-family-out on a tiny set, and the model the build
-// generated from the shipped rules (common/domain_model/builtin.h).
+// generated from the shipped rules (tools/domain_model/builtin.h).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <fmt/format.h>
 
 #include "common/domain_classifier.h"
-#include "common/domain_model/builtin.h"
+#include "tools/domain_model/builtin.h"
 #include "common/rule_set.h"
 
 using namespace faultline::common;

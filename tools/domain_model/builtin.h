@@ -1,7 +1,7 @@
 // The domain model the build trained from the shipped rules (common/domain_classifier.h).
 //
-// Defined in a source the build generates (common/domain_model/trainer.cpp writes it, run by
-// common/CMakeLists.txt over rules/ whenever a rule file changes); link faultline_domain_model
+// Defined in a source the build generates (tools/domain_model/trainer.cpp writes it, run by
+// tools/CMakeLists.txt over rules/ whenever a rule file changes); link faultline_domain_model
 // to use it. Nothing generated is committed.
 #pragma once
 
