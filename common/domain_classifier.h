@@ -8,9 +8,10 @@
 // decides no domain, so a lead must not learn to read them as the domain their text mentions.
 //
 // Features: the line is masked by token class (common/template_mask.h), so numbers, addresses,
-// PCI ids, paths, UUIDs and host names are not features; the remaining words (runs of letters,
-// digits and '_', lower-cased, at least two characters and not all digits) and each pair of
-// adjacent words ("permission denied") are, each present or not. Model: multinomial logistic
+// PCI ids, paths, UUIDs and host names are not features; the remaining words (runs of letters and
+// digits, split at '_' and where lower case turns to upper, lower-cased, at least two characters
+// and not all digits) and each pair of adjacent words ("permission denied") are, each present or
+// not. Model: multinomial logistic
 // regression (softmax over a bias plus one weight per feature and class), fitted by stochastic
 // gradient descent (AdaGrad steps, L2 penalty, a fixed number of passes over the lines in an
 // order shuffled by a fixed seed), with the classes weighted to equal total weight: a uniform
@@ -72,7 +73,7 @@ struct DomainExampleCounts {
 std::vector<DomainExample> domainExamplesOf(const RuleSet& rules, FamilyGrain grain,
                                             DomainExampleCounts* counts = nullptr);
 
-// The features of one line, in order of appearance (repeats kept: the model counts them).
+// The features of one line, in order of appearance (repeats kept; the model uses presence).
 std::vector<std::string> domainFeaturesOf(std::string_view line);
 
 struct DomainTrainOptions {
