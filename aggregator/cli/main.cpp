@@ -17,6 +17,8 @@
 #include "aggregator/offline/bundle.h"
 #include "aggregator/store/db.h"
 #include "aggregator/store/store_copy.h"
+#include "common/domain_classifier.h"
+#include "tools/domain_model/builtin.h"
 #include "common/rule_cache.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
@@ -120,6 +122,31 @@ int cmdRulesList(const std::vector<std::string>& dirs, bool patterns) {
                   std::string(common::subDomainName(r.sub_domain)).c_str(),
                   std::string(common::severityName(r.severity)).c_str(), r.symptom.c_str());
   }
+  return 0;
+}
+
+// `faultline rules classify`: the domain lead of each line (arguments, else stdin) from the model
+// the build trained on the shipped rules (common/domain_classifier.h).
+int cmdRulesClassify(const std::vector<std::string>& lines) {
+  std::string error;
+  auto model = common::DomainClassifier::parse(common::builtinDomainModelText(), &error);
+  if (!model) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    return 1;
+  }
+  auto show = [&](const std::string& line) {
+    auto g = model->classify(line);
+    std::printf("%-15s %.3f %-6s %s\n  %s\n", std::string(common::subDomainName(g.domain)).c_str(), g.probability,
+                g.committable ? "commit" : "lead", line.c_str(), common::describeDomainGuess(g).c_str());
+  };
+  for (const auto& l : lines) show(l);
+  if (lines.empty())
+    for (std::string l; std::getline(std::cin, l);)
+      if (!l.empty()) show(l);
+  auto t = model->commitThreshold();
+  std::printf("(%s; measured leave-one-family-out: docs/coverage/domain-classifier.md)\n",
+              t ? fmt::format("a lead commits its domain at p >= {}", *t).c_str()
+                : "a lead never commits its domain: no confidence band reached 95 % precision");
   return 0;
 }
 
@@ -233,6 +260,9 @@ int main(int argc, char** argv) {
   auto* list = rules->add_subcommand("list", "list the loaded rules");
   bool patterns = false;
   list->add_flag("--patterns", patterns, "print only the expanded patterns, one per line");
+  auto* classify = rules->add_subcommand("classify", "the domain each line reads most like (a lead, from the rules' examples)");
+  std::vector<std::string> classify_lines;
+  classify->add_option("line", classify_lines, "log lines (default: one per line on stdin)");
 
   auto* scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
   std::vector<std::string> files;
@@ -271,6 +301,7 @@ int main(int argc, char** argv) {
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
+  if (*classify) return cmdRulesClassify(classify_lines);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
   return 0;
 }
