@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +16,7 @@
 
 #include "aggregator/cli/html_report.h"
 #include "aggregator/cli/remote.h"
+#include "aggregator/evidence/prometheus.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
 #include "aggregator/store/db.h"
@@ -49,8 +53,31 @@ std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::str
   return loaded.rules;
 }
 
+// The first line of a secret file (a token, a password); nullopt and *error when it cannot be read
+// or is empty.
+std::optional<std::string> readSecretFile(const std::string& path, std::string* error) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    *error = "cannot read " + path + (in ? ": empty" : std::string(": ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  if (line.empty()) {
+    *error = path + " is empty";
+    return std::nullopt;
+  }
+  return line;
+}
+
+// --prometheus and its credentials.
+struct PrometheusArgs {
+  std::string url, token_file, user, password_file, ca_file;
+  double timeout_s = 10;
+};
+
 int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
-                 size_t systemic, const std::string& html) {
+                 size_t systemic, const std::string& html, const PrometheusArgs& prom) {
   if (!html.empty() && bundles.size() != 1) {
     std::fprintf(stderr, "faultline: --html takes exactly one bundle\n");
     return 2;
@@ -58,11 +85,38 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   common::RuleEngine engine(loadRulesOrDie(rule_dirs));
   common::CorrelatorOptions opts;
   opts.systemic_threshold = systemic;
+  // Metric evidence: each metric rule asked of the endpoint for the job's nodes and window.
+  offline::EvidenceSource metrics;
+  if (!prom.url.empty()) {
+    aggregator::PrometheusOptions po;
+    po.url = prom.url;
+    po.ca_file = prom.ca_file;
+    po.basic_user = prom.user;
+    po.timeout = std::chrono::milliseconds(static_cast<int64_t>(prom.timeout_s * 1000));
+    std::string error;
+    for (auto [file, out] : {std::pair{&prom.token_file, &po.bearer_token}, std::pair{&prom.password_file, &po.basic_password}}) {
+      if (file->empty()) continue;
+      auto secret = readSecretFile(*file, &error);
+      if (!secret) {
+        std::fprintf(stderr, "faultline: --prometheus: %s\n", error.c_str());
+        return 2;
+      }
+      *out = *secret;
+    }
+    metrics = [po, &engine](const common::JobInfo& job, std::vector<common::Symptom>* symptoms,
+                            std::vector<common::CoverageEntry>* coverage) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+      auto got = aggregator::queryMetricEvidence(po, engine.rules(), job, now);
+      for (auto& s : got.symptoms) symptoms->push_back(std::move(s));
+      for (auto& c : got.coverage) coverage->push_back(std::move(c));
+    };
+  }
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
   for (const auto& b : bundles) {
     std::string error;
-    auto d = offline::attributeBundle(b, engine, &error, opts);
+    auto d = offline::attributeBundle(b, engine, &error, opts, metrics);
     if (!d) {
       std::fprintf(stderr, "faultline: %s\n", error.c_str());
       rc = 2;
@@ -251,6 +305,15 @@ int main(int argc, char** argv) {
   std::string html;
   attribute->add_option("--html", html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
   attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
+  PrometheusArgs prom;
+  attribute->add_option("--prometheus", prom.url,
+                        "also ask this PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) for the "
+                        "job's metric evidence (rules/metrics)");
+  attribute->add_option("--prometheus-token-file", prom.token_file, "bearer token for --prometheus (first line)");
+  attribute->add_option("--prometheus-user", prom.user, "basic-auth user for --prometheus");
+  attribute->add_option("--prometheus-password-file", prom.password_file, "basic-auth password for --prometheus (first line)");
+  attribute->add_option("--prometheus-ca", prom.ca_file, "CA file for an https --prometheus");
+  attribute->add_option("--prometheus-timeout", prom.timeout_s, "seconds per query (default 10)");
 
   auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
   rules->require_subcommand(1);
@@ -298,7 +361,7 @@ int main(int argc, char** argv) {
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, prom);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
   if (*classify) return cmdRulesClassify(classify_lines);

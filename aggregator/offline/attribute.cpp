@@ -7,9 +7,11 @@
 namespace faultline::offline {
 
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
-                                                 std::string* error, const common::CorrelatorOptions& options) {
+                                                 std::string* error, const common::CorrelatorOptions& options,
+                                                 const EvidenceSource& more) {
   auto bundle = loadBundle(dir, engine, error);
   if (!bundle) return std::nullopt;
+  if (more) more(bundle->job, &bundle->symptoms, &bundle->coverage);
   // Symptoms cross the same Cap'n Proto encoding the agents use, so offline and online verdicts
   // see identical data.
   std::map<std::string, common::SymptomBatchData> batches;
