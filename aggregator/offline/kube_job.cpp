@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -235,6 +236,37 @@ bool podOfJob(const std::string& kind, const json& top, const std::set<std::stri
   return true;
 }
 
+// A resource quantity ("6815744Ki", "16Gi", "1.5G", "500m") in base units; nullopt if not one.
+std::optional<double> quantity(std::string_view q) {
+  size_t i = 0;
+  while (i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  double v = std::strtod(std::string(q.substr(0, i)).c_str(), nullptr);
+  static const std::map<std::string_view, double> kSuffix = {
+      {"", 1},     {"m", 1e-3},          {"k", 1e3},           {"M", 1e6},           {"G", 1e9},
+      {"T", 1e12}, {"Ki", 1024.0},       {"Mi", 1048576.0},    {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  auto it = kSuffix.find(q.substr(i));
+  if (it == kSuffix.end()) return std::nullopt;
+  return v * it->second;
+}
+
+// The kubelet's eviction message names the evicted pod's container that used the most of the
+// resource, with its usage and request ("Container %s was using %s, request is %s, ..."). A
+// container within its request did not cause the node's pressure: others on the node did, and the
+// node's operators must act (docs/bundle-format.md); the note lets a rule say so.
+std::string evictionNote(std::string_view msg) {
+  const size_t using_at = msg.find(" was using ");
+  const size_t request_at = msg.find(", request is ", using_at);
+  if (using_at == std::string_view::npos || request_at == std::string_view::npos) return "";
+  const std::string_view usage = msg.substr(using_at + 11, request_at - using_at - 11);
+  std::string_view request = msg.substr(request_at + 13);
+  request = request.substr(0, request.find(','));
+  auto u = quantity(usage);
+  auto r = quantity(request);
+  if (!u || !r || *r <= 0) return "";
+  return *u <= *r ? " [faultline: usage within its request]" : " [faultline: usage above its request]";
+}
+
 common::LogRecord makeRecord(int64_t t, const std::string& host, const std::string& ident, int priority,
                              std::string text, uint64_t line) {
   common::LogRecord r;
@@ -428,10 +460,11 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
               if (str(c, {"type"}) == type) t = timeOf(str(c, {"lastTransitionTime"}));
         }
       if (!t) t = timeOf(str(*p, {"status", "startTime"}));
+      const std::string message = str(*p, {"status", "message"});
       kj.records.push_back({node, pods_source,
                             makeRecord(t, node, "kubelet", 4,
-                                       fmt::format("pod/{} status: reason: {}, message: {}", name, reason,
-                                                   str(*p, {"status", "message"})),
+                                       fmt::format("pod/{} status: reason: {}, message: {}{}", name, reason, message,
+                                                   reason == "Evicted" ? evictionNote(message) : ""),
                                        ++line)});
     }
     for (const auto& t : terminations(*p)) {
@@ -475,10 +508,12 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
     if (!t) t = timeOf(str(ev, {"eventTime"}));
     if (!t) t = timeOf(str(ev, {"lastTimestamp"}));
     const std::string type = str(ev, {"type"});
+    const std::string reason = str(ev, {"reason"});
+    const std::string message = str(ev, {"message"});
     kj.records.push_back({node, objs.event_files[i],
                           makeRecord(t, node, component, type == "Warning" ? 4 : 6,
-                                     fmt::format("{} {} {}/{} ({}): {}", type, str(ev, {"reason"}), kind, obj,
-                                                 component, str(ev, {"message"})),
+                                     fmt::format("{} {} {}/{} ({}): {}{}", type, reason, kind, obj, component, message,
+                                                 reason == "Evicted" ? evictionNote(message) : ""),
                                      i + 1)});
   }
   // Events about other objects are not the job's: counted as skipped where they were read.

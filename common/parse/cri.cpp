@@ -79,25 +79,18 @@ class CriParser final : public LineParser {
       return;
     }
     Stream& st = streams_[c.is_stderr];
-    if (c.partial) {
-      if (st.text.empty() && st.first_line == 0) {
-        st.first_line = line_no_;
-        st.stamp.assign(c.stamp);
-      }
-      st.text.append(c.text);
-      // A runaway partial line (no F line for max_line_bytes) is handed on as it stands.
-      if (st.text.size() >= options_.max_line_bytes) {
-        addNote(st.first_line, "partial line longer than the line limit: handed on unjoined");
-        flush(c.is_stderr);
-      }
-      return;
-    }
     if (st.first_line == 0) {
       st.first_line = line_no_;
       st.stamp.assign(c.stamp);
     }
-    st.text.append(c.text);
-    flush(c.is_stderr);
+    ++st.pieces;
+    // A joined line over the line limit is dropped like any over-long line (never buffered whole).
+    if (!st.over && st.stamp.size() + 10 + st.text.size() + c.text.size() > options_.max_line_bytes) {
+      st.over = true;
+      st.text.clear();
+    }
+    if (!st.over) st.text.append(c.text);
+    if (!c.partial) flush(c.is_stderr);
   }
 
   void onEnd() override {
@@ -120,6 +113,8 @@ class CriParser final : public LineParser {
     std::deque<uint64_t> lines;    // physical first line of each line handed on, by inner line
     uint64_t inner_dropped = 0;    // inner lines forgotten from the front of `lines`
     ParseReport seen;              // the inner report as last added to report_
+    uint64_t pieces = 0;           // physical lines of the pending line
+    bool over = false;             // the pending line is over the line limit: dropped
   };
 
   static ParseOptions outerOptions(ParseOptions o) {
@@ -129,6 +124,17 @@ class CriParser final : public LineParser {
 
   void flush(int s) {
     Stream& st = streams_[s];
+    if (st.over) {
+      report_.oversized += st.pieces;
+      report_.skipped += st.pieces;
+      addNote(st.first_line, "CRI line joined from its P pieces is longer than the line limit: skipped");
+      st.text.clear();
+      st.stamp.clear();
+      st.first_line = 0;
+      st.pieces = 0;
+      st.over = false;
+      return;
+    }
     line_buf_.clear();
     line_buf_.append(st.stamp).append(s ? " stderr F " : " stdout F ").append(st.text).push_back('\n');
     st.lines.push_back(st.first_line);
@@ -140,6 +146,7 @@ class CriParser final : public LineParser {
     st.text.clear();
     st.stamp.clear();
     st.first_line = 0;
+    st.pieces = 0;
     inner_[s]->feed(line_buf_);
     sync(s);
   }

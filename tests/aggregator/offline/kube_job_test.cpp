@@ -215,3 +215,23 @@ TEST_CASE("kube: the pod of a kubectl logs file", "[kube]") {
   CHECK(offline::podOfLogFile(*kj, "train-1.x.previous.log", "") == "train-1.x");
   CHECK(offline::podOfLogFile(*kj, "train-9_trainer.log", "") == "");
 }
+
+TEST_CASE("kube: an eviction says whether the container stayed within its request", "[kube]") {
+  std::string error;
+  auto evicted = [](const std::string& name, const std::string& usage) {
+    json p = kubePod(name, "gpu-e02", json::object());
+    p["status"]["reason"] = "Evicted";
+    p["status"]["message"] = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 88412Ki. "
+                             "Container indexer was using " + usage + ", request is 16Gi, has larger consumption of memory. ";
+    return p;
+  };
+  auto kj = kubeParse({{"a", kubeList({evicted("within", "6815744Ki"), evicted("above", "17Gi"), evicted("odd", "lots")})}},
+                      &error);
+  REQUIRE(kj);
+  REQUIRE(kj->records.size() == 3);
+  CHECK(kj->records[0].record.text.size() > 40);
+  CHECK(kj->records[0].record.text.rfind(" [faultline: usage within its request]") ==
+        kj->records[0].record.text.size() - 38);
+  CHECK(kj->records[1].record.text.find("[faultline: usage above its request]") != std::string::npos);
+  CHECK(kj->records[2].record.text.find("[faultline:") == std::string::npos);  // no quantity: no note
+}

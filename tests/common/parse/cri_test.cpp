@@ -115,19 +115,22 @@ TEST_CASE("cri: bad lines are counted and lose nothing around them, a cut partia
   CHECK(r.report.notes.front().find("line 2") != std::string::npos);
 }
 
-TEST_CASE("cri: a runaway partial line is handed on at the line limit", "[parse][cri]") {
+TEST_CASE("cri: a line joined over the line limit is skipped as oversized, the next one comes", "[parse][cri]") {
   ParseOptions o;
-  o.max_line_bytes = 64;
+  o.max_line_bytes = 100;
   std::vector<LogRecord> recs;
   auto p = makeStreamParser(LogFormat::kCriLog, o, [&](LogRecord&& r) { recs.push_back(std::move(r)); });
-  std::string piece(40, 'a');
+  const std::string piece(40, 'a');  // each physical line fits, the joined line does not
   for (int i = 0; i < 4; ++i) p->feed("2024-06-01T10:00:00Z stdout P " + piece + "\n");
   p->feed("2024-06-01T10:00:00Z stdout F end\n");
+  p->feed("2024-06-01T10:00:01Z stdout F after\n");
   p->finish();
-  REQUIRE(recs.size() == 3);
-  CHECK(recs[0].text.size() == 80);
-  CHECK(recs[1].text.size() == 80);
-  CHECK(recs[2].text == "end");
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].text == "after");
+  CHECK(recs[0].line == 6);
+  CHECK(p->report().oversized == 5);
+  CHECK(p->report().skipped == 5);
+  CHECK(p->report().lines == 6);
 }
 
 TEST_CASE("cri: detected from a file's head, and not taken for a journal or an application log", "[parse][cri]") {
@@ -137,6 +140,10 @@ TEST_CASE("cri: detected from a file's head, and not taken for a journal or an a
   CHECK(detectFormat("2024-06-01T10:00:00+0000 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79\n") ==
         LogFormat::kJournalShortIso);
   CHECK(detectFormat("2024-06-01T10:00:00.123Z INFO step 1\n") == LogFormat::kApplication);
+  // `kubectl logs --timestamps`: a UTC stamp before the container's text, whose first word is no host.
+  CHECK(detectFormat("2024-07-08T10:02:30.880102114Z [default0]:[rank0]: world size 8\n"
+                     "2024-07-08T10:31:39.004118220Z [default1]:[rank1]:[E708 10:31:39.003000 2215 "
+                     "ProcessGroupNCCL.cpp:1297] [PG 0 Rank 1] NCCL watchdog thread terminated\n") == LogFormat::kApplication);
   CHECK(formatName(LogFormat::kCriLog) == "cri");
   CHECK(sourceKindOf(LogFormat::kCriLog) == SourceKind::kApplication);
 }
