@@ -2,11 +2,18 @@
 // ranks from pods, records from statuses and events, the pod of a log file, and bad input.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "aggregator/offline/attribute.h"
+#include "aggregator/offline/bundle.h"
 #include "aggregator/offline/kube_job.h"
+#include "common/rule_set.h"
 
 using namespace faultline;
 using nlohmann::json;
@@ -234,4 +241,70 @@ TEST_CASE("kube: an eviction says whether the container stayed within its reques
         kj->records[0].record.text.size() - 38);
   CHECK(kj->records[1].record.text.find("[faultline: usage above its request]") != std::string::npos);
   CHECK(kj->records[2].record.text.find("[faultline:") == std::string::npos);  // no quantity: no note
+}
+
+namespace {
+
+struct KubeBundleDir {
+  std::filesystem::path path;
+  KubeBundleDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "faultline-kube-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~KubeBundleDir() { std::filesystem::remove_all(path); }
+  void put(const std::string& rel, const std::string& content) const {
+    std::filesystem::create_directories((path / rel).parent_path());
+    std::ofstream(path / rel, std::ios::binary) << content;
+  }
+};
+
+const common::RuleEngine& kubeEngine() {
+  static auto rules = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"}).rules;
+  static common::RuleEngine e(rules);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("kube bundle: broken files are coverage, pod logs land on the pods' nodes", "[kube][bundle]") {
+  KubeBundleDir dir;
+  json pod = kubePod("train-workers-0-0-a", "gpu-b01", jobsetLabels(0, 0));
+  json term = {{"exitCode", 137}, {"reason", "OOMKilled"}, {"finishedAt", "2024-06-01T10:30:00Z"}};
+  pod["status"]["containerStatuses"] = json::array({json{{"name", "trainer"}, {"state", {{"terminated", term}}}}});
+  dir.put("kube/jobset.json", trainJobSet({kubeCond("Failed", "FailedJobs", "2024-06-01T10:31:00Z")}).dump());
+  dir.put("kube/pods.json", kubeList({pod, kubePod("train-workers-0-1-b", "gpu-b02", jobsetLabels(0, 1))}).dump());
+  dir.put("kube/events.json", "{\"kind\": \"List\", \"items\": [");  // cut off
+  dir.put("pods/train-workers-0-1-b_trainer.log",
+          "[pod/train-workers-0-1-b/trainer] 2024-06-01T10:30:20.000000001Z [rank1]: ncclRemoteError: A call failed "
+          "possibly due to a network error or a remote process exiting prematurely.\n");
+  dir.put("pods/unknown-pod_trainer.log", "2024-06-01T10:30:21Z hello\n");
+  std::string error;
+  auto b = offline::loadBundle(dir.path.string(), kubeEngine(), &error);
+  REQUIRE(b);
+  CHECK(b->job.state == "OUT_OF_MEMORY");
+  CHECK(b->job.nodes == std::vector<std::string>{"gpu-b01", "gpu-b02"});
+  bool events_error = false, pod_log_on_node = false, unknown_noted = false, missing_b02 = false;
+  for (const auto& c : b->coverage) {
+    events_error |= c.source.find("events.json") != std::string::npos && c.status == "error";
+    pod_log_on_node |= c.source.find("train-workers-0-1-b_trainer.log") != std::string::npos && c.node == "gpu-b02" &&
+                       c.records == 1;
+    unknown_noted |= c.source.find("unknown-pod") != std::string::npos && c.node.empty() &&
+                     c.reason.find("no pod named") != std::string::npos;
+    missing_b02 |= c.node == "gpu-b02" && c.status == "missing";
+  }
+  CHECK(events_error);
+  CHECK(pod_log_on_node);
+  CHECK(unknown_noted);
+  CHECK_FALSE(missing_b02);  // its pod's log was read
+  auto d = offline::attributeBundle(dir.path.string(), kubeEngine(), &error);
+  REQUIRE(d);
+  CHECK(d->terminal_state == "out_of_memory");
+  REQUIRE_FALSE(d->responsible.empty());
+  CHECK(d->responsible.front().node == "gpu-b01");
+
+  // Only a broken kube/ file and no job.json: nothing describes the job.
+  KubeBundleDir bad;
+  bad.put("kube/jobset.json", "not json");
+  CHECK_FALSE(offline::loadBundle(bad.path.string(), kubeEngine(), &error));
+  CHECK(error.find("no JobSet") != std::string::npos);
 }
