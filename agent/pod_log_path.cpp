@@ -10,8 +10,8 @@ namespace {
 bool dnsName(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;
   for (char c : s)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
-          c == '.'))
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.'))
       return false;
   return true;
 }
@@ -33,13 +33,15 @@ std::optional<PodLogPath> parsePodLogPath(std::string_view path) {
   const std::string_view file = parts[0], container = parts[1], dir = parts[2];
   const size_t u1 = dir.find('_');
   const size_t u2 = u1 == std::string_view::npos ? u1 : dir.find('_', u1 + 1);
-  if (u2 == std::string_view::npos || dir.find('_', u2 + 1) != std::string_view::npos) return std::nullopt;
+  if (u2 == std::string_view::npos || dir.find('_', u2 + 1) != std::string_view::npos)
+    return std::nullopt;
   PodLogPath p;
   p.ns = std::string(dir.substr(0, u1));
   p.pod = std::string(dir.substr(u1 + 1, u2 - u1 - 1));
   p.uid = std::string(dir.substr(u2 + 1));
   p.container = std::string(container);
-  if (!dnsName(p.ns) || !dnsName(p.pod) || p.uid.empty() || !dnsName(p.container)) return std::nullopt;
+  if (!dnsName(p.ns) || !dnsName(p.pod) || p.uid.empty() || !dnsName(p.container))
+    return std::nullopt;
   const size_t dot = file.find(".log");
   if (dot == std::string_view::npos) return std::nullopt;
   int n = 0;
@@ -54,7 +56,8 @@ std::optional<PodLogPath> parsePodLogPath(std::string_view path) {
 }
 
 std::map<std::string, std::string> podLogFields(const PodLogPath& p) {
-  std::map<std::string, std::string> f{{"pod", p.pod}, {"namespace", p.ns}, {"container", p.container}, {"pod_uid", p.uid}};
+  std::map<std::string, std::string> f{
+      {"pod", p.pod}, {"namespace", p.ns}, {"container", p.container}, {"pod_uid", p.uid}};
   if (p.restart >= 0) f["restart"] = std::to_string(p.restart);
   return f;
 }

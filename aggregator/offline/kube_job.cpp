@@ -6,6 +6,8 @@
 // container terminations into the Slurm-like words the correlator knows (mapStateWords below).
 #include "aggregator/offline/kube_job.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -16,8 +18,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace faultline::offline {
 
@@ -82,7 +82,8 @@ std::string nsName(const json& obj) {
 std::string kindOf(const json& item, const std::string& list_kind) {
   std::string k = str(item, {"kind"});
   if (!k.empty()) return k;
-  if (list_kind.size() > 4 && list_kind.compare(list_kind.size() - 4, 4, "List") == 0 && list_kind != "List")
+  if (list_kind.size() > 4 && list_kind.compare(list_kind.size() - 4, 4, "List") == 0 &&
+      list_kind != "List")
     return list_kind.substr(0, list_kind.size() - 4);
   if (item.contains("involvedObject")) return "Event";
   return "";
@@ -143,7 +144,8 @@ std::vector<Terminated> terminations(const json& pod) {
   std::vector<Terminated> out;
   for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
     auto st = pod.find("status");
-    if (st == pod.end() || !st->is_object() || !st->contains(list) || !(*st)[list].is_array()) continue;
+    if (st == pod.end() || !st->is_object() || !st->contains(list) || !(*st)[list].is_array())
+      continue;
     for (const auto& cs : (*st)[list]) {
       if (!cs.is_object()) continue;
       for (const char* which : {"lastState", "state"}) {
@@ -189,7 +191,8 @@ std::vector<ReplicatedJob> replicatedJobs(const json& js) {
   return out;
 }
 
-int podIndex(const std::string& kind, const json& top, const json& pod, const std::vector<ReplicatedJob>& rjs) {
+int podIndex(const std::string& kind, const json& top, const json& pod,
+             const std::vector<ReplicatedJob>& rjs) {
   const int completion = toInt(meta(pod, kCompletionIndex));
   if (kind == "JobSet") {
     const std::string rj_name = meta(pod, "jobset.sigs.k8s.io/replicatedjob-name");
@@ -206,7 +209,8 @@ int podIndex(const std::string& kind, const json& top, const json& pod, const st
   }
   if (kind == "PyTorchJob") {
     std::string type = meta(pod, "training.kubeflow.org/replica-type");
-    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(type.begin(), type.end(), type.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     const int idx = toInt(meta(pod, "training.kubeflow.org/replica-index"));
     const bool has_master = top.contains("spec") && top["spec"].is_object() &&
                             top["spec"].contains("pytorchReplicaSpecs") &&
@@ -220,7 +224,8 @@ int podIndex(const std::string& kind, const json& top, const json& pod, const st
 
 // Whether the pod belongs to the describing object: excluded only when it carries that kind's
 // owner label naming another object (a namespace-wide `kubectl get pods` has other jobs' pods).
-bool podOfJob(const std::string& kind, const json& top, const std::set<std::string>& job_names, const json& pod) {
+bool podOfJob(const std::string& kind, const json& top, const std::set<std::string>& job_names,
+              const json& pod) {
   const std::string name = str(top, {"metadata", "name"});
   auto other = [&](std::string_view label, const std::string& want) {
     const std::string v = meta(pod, label);
@@ -242,9 +247,16 @@ std::optional<double> quantity(std::string_view q) {
   while (i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.')) ++i;
   if (i == 0) return std::nullopt;
   double v = std::strtod(std::string(q.substr(0, i)).c_str(), nullptr);
-  static const std::map<std::string_view, double> kSuffix = {
-      {"", 1},     {"m", 1e-3},          {"k", 1e3},           {"M", 1e6},           {"G", 1e9},
-      {"T", 1e12}, {"Ki", 1024.0},       {"Mi", 1048576.0},    {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+  static const std::map<std::string_view, double> kSuffix = {{"", 1},
+                                                             {"m", 1e-3},
+                                                             {"k", 1e3},
+                                                             {"M", 1e6},
+                                                             {"G", 1e9},
+                                                             {"T", 1e12},
+                                                             {"Ki", 1024.0},
+                                                             {"Mi", 1048576.0},
+                                                             {"Gi", 1073741824.0},
+                                                             {"Ti", 1099511627776.0}};
   auto it = kSuffix.find(q.substr(i));
   if (it == kSuffix.end()) return std::nullopt;
   return v * it->second;
@@ -264,11 +276,12 @@ std::string evictionNote(std::string_view msg) {
   auto u = quantity(usage);
   auto r = quantity(request);
   if (!u || !r || *r <= 0) return "";
-  return *u <= *r ? " [faultline: usage within its request]" : " [faultline: usage above its request]";
+  return *u <= *r ? " [faultline: usage within its request]"
+                  : " [faultline: usage above its request]";
 }
 
-common::LogRecord makeRecord(int64_t t, const std::string& host, const std::string& ident, int priority,
-                             std::string text, uint64_t line) {
+common::LogRecord makeRecord(int64_t t, const std::string& host, const std::string& ident,
+                             int priority, std::string text, uint64_t line) {
   common::LogRecord r;
   r.time_ns = t;
   r.time_known = t != 0;
@@ -288,8 +301,8 @@ const KubePod* KubeJob::pod(std::string_view n) const {
   return nullptr;
 }
 
-std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string, std::string>>& files,
-                                        std::string* error) {
+std::optional<KubeJob> parseKubeObjects(
+    const std::vector<std::pair<std::string, std::string>>& files, std::string* error) {
   KubeJob kj;
   Objects objs;
   std::vector<std::string> pod_files, event_sources;
@@ -352,11 +365,16 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
 
   // The describing object.
   const json* top = nullptr;
-  if (!objs.jobsets.empty()) kj.kind = "JobSet", top = &objs.jobsets.front();
-  else if (!objs.pytorchjobs.empty()) kj.kind = "PyTorchJob", top = &objs.pytorchjobs.front();
-  else if (!objs.jobs.empty()) kj.kind = "Job", top = &objs.jobs.front();
-  else if (!objs.workloads.empty()) kj.kind = "Workload", top = &objs.workloads.front();
-  else if (!objs.pods.empty()) kj.kind = "Pod", top = &objs.pods.front();
+  if (!objs.jobsets.empty())
+    kj.kind = "JobSet", top = &objs.jobsets.front();
+  else if (!objs.pytorchjobs.empty())
+    kj.kind = "PyTorchJob", top = &objs.pytorchjobs.front();
+  else if (!objs.jobs.empty())
+    kj.kind = "Job", top = &objs.jobs.front();
+  else if (!objs.workloads.empty())
+    kj.kind = "Workload", top = &objs.workloads.front();
+  else if (!objs.pods.empty())
+    kj.kind = "Pod", top = &objs.pods.front();
   if (!top) {
     *error = "kube/: no JobSet, PyTorchJob, Job, Workload or Pod object (kubectl get ... -o json)";
     return std::nullopt;
@@ -392,7 +410,8 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
   });
   for (const KubePod* p : ordered) {
     if (p->node.empty()) continue;
-    if (std::find(job.nodes.begin(), job.nodes.end(), p->node) == job.nodes.end()) job.nodes.push_back(p->node);
+    if (std::find(job.nodes.begin(), job.nodes.end(), p->node) == job.nodes.end())
+      job.nodes.push_back(p->node);
     if (p->index >= 0) job.ranks.push_back({p->node, p->index, p->index});
   }
 
@@ -400,7 +419,8 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
   int64_t end_ns = 0;
   std::string state = stateOfObject(kj.kind, *top, &end_ns);
   for (const auto& j : objs.jobs)  // a JobSet's child Job may say more (DeadlineExceeded)
-    if (kj.kind == "JobSet" && state == "FAILED" && stateOfObject("Job", j, nullptr) == "TIMEOUT") state = "TIMEOUT";
+    if (kj.kind == "JobSet" && state == "FAILED" && stateOfObject("Job", j, nullptr) == "TIMEOUT")
+      state = "TIMEOUT";
   for (const auto& wl : objs.workloads) {
     if (state.empty()) state = stateOfObject("Workload", wl, &end_ns);
     const std::string ev = workloadEviction(wl);
@@ -415,12 +435,15 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
     all_succeeded = all_succeeded && phase == "Succeeded";
     if (const json* c = trueCondition(*p, "DisruptionTarget")) {
       const std::string r = str(*c, {"reason"});
-      if (r == "PreemptionByScheduler" || r == "PreemptionByKubeScheduler") disruption = "PREEMPTED";
-      else if ((r == "DeletionByTaintManager" || r == "DeletionByPodGC") && disruption.empty()) disruption = "NODE_FAIL";
+      if (r == "PreemptionByScheduler" || r == "PreemptionByKubeScheduler")
+        disruption = "PREEMPTED";
+      else if ((r == "DeletionByTaintManager" || r == "DeletionByPodGC") && disruption.empty())
+        disruption = "NODE_FAIL";
     }
     for (const auto& t : terminations(*p)) {
       oom = oom || t.reason == "OOMKilled";
-      if (exit_code.empty() && t.exit_code != 0) exit_code = fmt::format("{}:{}", t.exit_code, t.signal);
+      if (exit_code.empty() && t.exit_code != 0)
+        exit_code = fmt::format("{}:{}", t.exit_code, t.signal);
       end_ns = std::max(end_ns, t.finished_ns);
     }
   }
@@ -461,19 +484,22 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
         }
       if (!t) t = timeOf(str(*p, {"status", "startTime"}));
       const std::string message = str(*p, {"status", "message"});
-      kj.records.push_back({node, pods_source,
-                            makeRecord(t, node, "kubelet", 4,
-                                       fmt::format("pod/{} status: reason: {}, message: {}{}", name, reason, message,
-                                                   reason == "Evicted" ? evictionNote(message) : ""),
-                                       ++line)});
+      kj.records.push_back(
+          {node, pods_source,
+           makeRecord(t, node, "kubelet", 4,
+                      fmt::format("pod/{} status: reason: {}, message: {}{}", name, reason, message,
+                                  reason == "Evicted" ? evictionNote(message) : ""),
+                      ++line)});
     }
     for (const auto& t : terminations(*p)) {
       if (t.reason == "Completed" && t.exit_code == 0) continue;
-      std::string text = fmt::format("pod/{} container {} terminated: reason: {}, exit code: {}", name, t.container,
-                                     t.reason, t.exit_code);
+      std::string text = fmt::format("pod/{} container {} terminated: reason: {}, exit code: {}",
+                                     name, t.container, t.reason, t.exit_code);
       if (t.signal) text += fmt::format(", signal: {}", t.signal);
       if (!t.message.empty()) text += ", message: " + t.message;
-      kj.records.push_back({node, pods_source, makeRecord(t.finished_ns, node, "kubelet", 3, std::move(text), ++line)});
+      kj.records.push_back(
+          {node, pods_source,
+           makeRecord(t.finished_ns, node, "kubelet", 3, std::move(text), ++line)});
     }
   }
 
@@ -510,11 +536,12 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
     const std::string type = str(ev, {"type"});
     const std::string reason = str(ev, {"reason"});
     const std::string message = str(ev, {"message"});
-    kj.records.push_back({node, objs.event_files[i],
-                          makeRecord(t, node, component, type == "Warning" ? 4 : 6,
-                                     fmt::format("{} {} {}/{} ({}): {}{}", type, reason, kind, obj, component, message,
-                                                 reason == "Evicted" ? evictionNote(message) : ""),
-                                     i + 1)});
+    kj.records.push_back(
+        {node, objs.event_files[i],
+         makeRecord(t, node, component, type == "Warning" ? 4 : 6,
+                    fmt::format("{} {} {}/{} ({}): {}{}", type, reason, kind, obj, component,
+                                message, reason == "Evicted" ? evictionNote(message) : ""),
+                    i + 1)});
   }
   // Events about other objects are not the job's: counted as skipped where they were read.
   for (auto& cov : kj.coverage) {
@@ -522,7 +549,8 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
     if (it == other_events.end()) continue;
     cov.records -= it->second;
     cov.skipped += it->second;
-    cov.reason += fmt::format("{}{} events about other objects", cov.reason.empty() ? "" : ", ", it->second);
+    cov.reason +=
+        fmt::format("{}{} events about other objects", cov.reason.empty() ? "" : ", ", it->second);
   }
   return kj;
 }
@@ -530,8 +558,10 @@ std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string,
 std::optional<KubeJob> loadKubeDir(const std::string& dir, std::string* error) {
   std::vector<std::string> paths;
   std::error_code ec;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-    if (it->is_regular_file() && it->path().extension() == ".json") paths.push_back(it->path().string());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ".json")
+      paths.push_back(it->path().string());
   std::sort(paths.begin(), paths.end());
   std::vector<std::pair<std::string, std::string>> files;
   for (const auto& p : paths) {
@@ -555,7 +585,8 @@ std::string podOfLogFile(const KubeJob& kube, const std::string& rel_path, std::
   auto it = rel.begin();
   if (it != rel.end() && std::next(it) != rel.end()) return it->string();  // pods/NAME/...
   const std::string file = rel.filename().string();
-  for (size_t cut = file.find_first_of("_."); cut != std::string::npos; cut = file.find_first_of("_.", cut + 1))
+  for (size_t cut = file.find_first_of("_."); cut != std::string::npos;
+       cut = file.find_first_of("_.", cut + 1))
     if (kube.pod(std::string_view(file).substr(0, cut))) return file.substr(0, cut);
   return "";
 }

@@ -24,9 +24,9 @@ struct KubePod {
   std::string ns;
   std::string name;
   std::string uid;
-  std::string node;   // spec.nodeName; "" when never scheduled
-  int index = -1;     // the pod's rank: JobSet global job index x pods per Job + completion index,
-                      // PyTorchJob master 0 / worker i+1, or the completion index alone; -1: none
+  std::string node;  // spec.nodeName; "" when never scheduled
+  int index = -1;    // the pod's rank: JobSet global job index x pods per Job + completion index,
+                     // PyTorchJob master 0 / worker i+1, or the completion index alone; -1: none
 };
 
 // A record made from an object (an event, a container's or pod's terminal status), for the rule
@@ -50,8 +50,8 @@ struct KubeJob {
 
 // Files as (path, text). Returns nullopt with *error when no file describes a job (no JobSet,
 // Job, Workload, PyTorchJob and no pod); malformed files are coverage entries, not errors.
-std::optional<KubeJob> parseKubeObjects(const std::vector<std::pair<std::string, std::string>>& files,
-                                        std::string* error);
+std::optional<KubeJob> parseKubeObjects(
+    const std::vector<std::pair<std::string, std::string>>& files, std::string* error);
 
 // Every *.json file of `dir` (sorted by name), through parseKubeObjects.
 std::optional<KubeJob> loadKubeDir(const std::string& dir, std::string* error);

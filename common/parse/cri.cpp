@@ -14,7 +14,9 @@ namespace faultline::common::parse {
 
 bool parseCriLine(std::string_view line, CriLine* out) {
   IsoTime t;
-  if (!parseIsoTime(line, false, &t) || !t.has_zone || t.length >= line.size() || line[t.length] != ' ') return false;
+  if (!parseIsoTime(line, false, &t) || !t.has_zone || t.length >= line.size() ||
+      line[t.length] != ' ')
+    return false;
   CriLine c;
   c.time_ns = t.ns;
   c.stamp = line.substr(0, t.length);
@@ -39,7 +41,8 @@ bool parseCriLine(std::string_view line, CriLine* out) {
 }
 
 size_t criPendingTail(std::string_view lines) {
-  size_t open[2] = {std::string_view::npos, std::string_view::npos};  // first unmatched P per stream
+  size_t open[2] = {std::string_view::npos,
+                    std::string_view::npos};  // first unmatched P per stream
   size_t pos = 0;
   while (pos < lines.size()) {
     size_t nl = lines.find('\n', pos);
@@ -47,8 +50,10 @@ size_t criPendingTail(std::string_view lines) {
     CriLine c;
     if (parseCriLine(lines.substr(pos, nl - pos), &c)) {
       size_t& o = open[c.is_stderr];
-      if (!c.partial) o = std::string_view::npos;
-      else if (o == std::string_view::npos) o = pos;
+      if (!c.partial)
+        o = std::string_view::npos;
+      else if (o == std::string_view::npos)
+        o = pos;
     }
     pos = nl + 1;
   }
@@ -60,9 +65,11 @@ namespace {
 
 class CriParser final : public LineParser {
  public:
-  CriParser(ParseOptions options, RecordSink sink) : LineParser(LogFormat::kCriLog, outerOptions(options), nullptr), out_(std::move(sink)) {
+  CriParser(ParseOptions options, RecordSink sink)
+      : LineParser(LogFormat::kCriLog, outerOptions(options), nullptr), out_(std::move(sink)) {
     for (int s = 0; s < 2; ++s)
-      inner_[s] = makeApplicationParser(options, [this, s](LogRecord&& r) { deliver(s, std::move(r)); });
+      inner_[s] =
+          makeApplicationParser(options, [this, s](LogRecord&& r) { deliver(s, std::move(r)); });
   }
 
  protected:
@@ -85,7 +92,8 @@ class CriParser final : public LineParser {
     }
     ++st.pieces;
     // A joined line over the line limit is dropped like any over-long line (never buffered whole).
-    if (!st.over && st.stamp.size() + 10 + st.text.size() + c.text.size() > options_.max_line_bytes) {
+    if (!st.over &&
+        st.stamp.size() + 10 + st.text.size() + c.text.size() > options_.max_line_bytes) {
       st.over = true;
       st.text.clear();
     }
@@ -109,16 +117,17 @@ class CriParser final : public LineParser {
   struct Stream {
     std::string stamp;
     std::string text;
-    uint64_t first_line = 0;       // physical line of the pending line's first piece; 0: none
-    std::deque<uint64_t> lines;    // physical first line of each line handed on, by inner line
-    uint64_t inner_dropped = 0;    // inner lines forgotten from the front of `lines`
-    ParseReport seen;              // the inner report as last added to report_
-    uint64_t pieces = 0;           // physical lines of the pending line
-    bool over = false;             // the pending line is over the line limit: dropped
+    uint64_t first_line = 0;     // physical line of the pending line's first piece; 0: none
+    std::deque<uint64_t> lines;  // physical first line of each line handed on, by inner line
+    uint64_t inner_dropped = 0;  // inner lines forgotten from the front of `lines`
+    ParseReport seen;            // the inner report as last added to report_
+    uint64_t pieces = 0;         // physical lines of the pending line
+    bool over = false;           // the pending line is over the line limit: dropped
   };
 
   static ParseOptions outerOptions(ParseOptions o) {
-    o.literals = nullptr;  // the inner parsers search the joined lines; pieces could split a literal
+    o.literals =
+        nullptr;  // the inner parsers search the joined lines; pieces could split a literal
     return o;
   }
 
@@ -127,7 +136,8 @@ class CriParser final : public LineParser {
     if (st.over) {
       report_.oversized += st.pieces;
       report_.skipped += st.pieces;
-      addNote(st.first_line, "CRI line joined from its P pieces is longer than the line limit: skipped");
+      addNote(st.first_line,
+              "CRI line joined from its P pieces is longer than the line limit: skipped");
       st.text.clear();
       st.stamp.clear();
       st.first_line = 0;
@@ -136,7 +146,10 @@ class CriParser final : public LineParser {
       return;
     }
     line_buf_.clear();
-    line_buf_.append(st.stamp).append(s ? " stderr F " : " stdout F ").append(st.text).push_back('\n');
+    line_buf_.append(st.stamp)
+        .append(s ? " stderr F " : " stdout F ")
+        .append(st.text)
+        .push_back('\n');
     st.lines.push_back(st.first_line);
     // Records are emitted at most max_record_lines after their first line: older entries can go.
     while (st.lines.size() > options_.max_record_lines + 64) {

@@ -24,8 +24,11 @@ void podLogAppend(const std::string& path, const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("pod log path: namespace, pod, uid, container and restart from the kubelet's layout", "[pod_log]") {
-  auto p = parsePodLogPath("/var/log/pods/ml_train-workers-0-3-x7k2p_5f1c7e02-8d0b-4a8f-9a57-1b9c2d3e4f50/trainer/2.log");
+TEST_CASE("pod log path: namespace, pod, uid, container and restart from the kubelet's layout",
+          "[pod_log]") {
+  auto p = parsePodLogPath(
+      "/var/log/pods/ml_train-workers-0-3-x7k2p_5f1c7e02-8d0b-4a8f-9a57-1b9c2d3e4f50/trainer/"
+      "2.log");
   REQUIRE(p);
   CHECK(p->ns == "ml");
   CHECK(p->pod == "train-workers-0-3-x7k2p");
@@ -39,7 +42,9 @@ TEST_CASE("pod log path: namespace, pod, uid, container and restart from the kub
   CHECK(fields["container"] == "trainer");
   CHECK(fields["restart"] == "2");
   // Rotated by the container runtime; pod names may hold dots.
-  p = parsePodLogPath("/var/log/pods/kube-system_nvidia-device-plugin-daemonset-7x2kq_0e1f/nvidia-device-plugin-ctr/0.log.20240601-101500");
+  p = parsePodLogPath(
+      "/var/log/pods/kube-system_nvidia-device-plugin-daemonset-7x2kq_0e1f/"
+      "nvidia-device-plugin-ctr/0.log.20240601-101500");
   REQUIRE(p);
   CHECK(p->rotated);
   CHECK(p->restart == 0);
@@ -53,14 +58,16 @@ TEST_CASE("pod log path: namespace, pod, uid, container and restart from the kub
   CHECK_FALSE(parsePodLogPath("/var/log/containers/train_ml_trainer-abc.log"));
 }
 
-TEST_CASE("file: a CRI pod log, partial lines across writes and the runtime's rotation", "[sources][file][pod_log]") {
+TEST_CASE("file: a CRI pod log, partial lines across writes and the runtime's rotation",
+          "[sources][file][pod_log]") {
   TempDir dir;
   const std::string folder = dir.file("pods/ml_train-0_u1/trainer");
   std::filesystem::create_directories(folder);
   const std::string path = folder + "/0.log";
   podLogAppend(path,
                "2024-06-01T10:00:00.000000001Z stdout F [rank0]: step 1\n"
-               "2024-06-01T10:00:01.000000001Z stderr P [rank0]: RuntimeError: CUDA error: an illegal mem\n");
+               "2024-06-01T10:00:01.000000001Z stderr P [rank0]: RuntimeError: CUDA error: an "
+               "illegal mem\n");
   boost::asio::io_context io;
   FileOptions o;
   o.path = path;  // format detected from the head: CRI
@@ -91,7 +98,8 @@ TEST_CASE("file: a CRI pod log, partial lines across writes and the runtime's ro
   CHECK(kinds[1] == common::SourceKind::kApplication);
   // containerd rotates: 0.log -> 0.log.<stamp>, the writer finishes the old file, a new 0.log.
   REQUIRE(::rename(path.c_str(), (path + ".20240601-100002").c_str()) == 0);
-  podLogAppend(path + ".20240601-100002", "2024-06-01T10:00:02.000000001Z stdout F [rank0]: old file's last line\n");
+  podLogAppend(path + ".20240601-100002",
+               "2024-06-01T10:00:02.000000001Z stdout F [rank0]: old file's last line\n");
   podLogAppend(path, "2024-06-01T10:00:03.000000001Z stdout F [rank0]: new file's first line\n");
   REQUIRE(runUntil(io, [&] {
     src.flush();

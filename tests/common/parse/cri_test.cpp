@@ -1,12 +1,12 @@
 // CRI container logs (/var/log/pods): the line grammar, partial (P) lines joined per stream, the
 // application reading of whole lines (ranks, tracebacks, the CRI stamp as time), physical line
 // numbers, bad lines counted, a partial line cut by the end of the stream, and detection.
-#include <catch2/catch.hpp>
+#include "common/parse/cri.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "common/parse/cri.h"
 #include "common/parse/stream_parser.h"
 
 using namespace faultline::common;
@@ -23,7 +23,8 @@ struct CriRun {
 // Feeds `text` in pieces of `chunk` bytes (any chunking must give the same records).
 CriRun criRun(const std::string& text, size_t chunk = 1 << 20) {
   CriRun out;
-  auto p = makeStreamParser(LogFormat::kCriLog, {}, [&](LogRecord&& r) { out.records.push_back(std::move(r)); });
+  auto p = makeStreamParser(LogFormat::kCriLog, {},
+                            [&](LogRecord&& r) { out.records.push_back(std::move(r)); });
   for (size_t i = 0; i < text.size(); i += chunk) p->feed(std::string_view(text).substr(i, chunk));
   p->finish();
   out.report = p->report();
@@ -81,7 +82,8 @@ TEST_CASE("cri: partial lines are joined per stream, in any chunking", "[parse][
   }
 }
 
-TEST_CASE("cri: a traceback over several CRI lines is one record on its first line", "[parse][cri]") {
+TEST_CASE("cri: a traceback over several CRI lines is one record on its first line",
+          "[parse][cri]") {
   auto r = criRun(
       "2024-06-01T10:00:00.100000000Z stdout F [rank1]: epoch 1\n"
       "2024-06-01T10:00:02.000000000Z stderr F [rank1]: Traceback (most recent call last):\n"
@@ -89,13 +91,16 @@ TEST_CASE("cri: a traceback over several CRI lines is one record on its first li
       "2024-06-01T10:00:02.000000200Z stderr F [rank1]: KeyError: 'input_ids'\n");
   REQUIRE(r.records.size() == 2);
   const LogRecord& tb = r.records[0].text.rfind("Traceback", 0) == 0 ? r.records[0] : r.records[1];
-  CHECK(tb.text == "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\nKeyError: 'input_ids'");
+  CHECK(tb.text ==
+        "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\nKeyError: "
+        "'input_ids'");
   CHECK(tb.rank == 1);
   CHECK(tb.line == 2);
   CHECK(tb.time_ns == kCriT0 + 2'000'000'000);
 }
 
-TEST_CASE("cri: bad lines are counted and lose nothing around them, a cut partial line is emitted", "[parse][cri]") {
+TEST_CASE("cri: bad lines are counted and lose nothing around them, a cut partial line is emitted",
+          "[parse][cri]") {
   auto r = criRun(
       "2024-06-01T10:00:00Z stdout F before\n"
       "this is not a CRI line\n"
@@ -115,11 +120,13 @@ TEST_CASE("cri: bad lines are counted and lose nothing around them, a cut partia
   CHECK(r.report.notes.front().find("line 2") != std::string::npos);
 }
 
-TEST_CASE("cri: a line joined over the line limit is skipped as oversized, the next one comes", "[parse][cri]") {
+TEST_CASE("cri: a line joined over the line limit is skipped as oversized, the next one comes",
+          "[parse][cri]") {
   ParseOptions o;
   o.max_line_bytes = 100;
   std::vector<LogRecord> recs;
-  auto p = makeStreamParser(LogFormat::kCriLog, o, [&](LogRecord&& r) { recs.push_back(std::move(r)); });
+  auto p =
+      makeStreamParser(LogFormat::kCriLog, o, [&](LogRecord&& r) { recs.push_back(std::move(r)); });
   const std::string piece(40, 'a');  // each physical line fits, the joined line does not
   for (int i = 0; i < 4; ++i) p->feed("2024-06-01T10:00:00Z stdout P " + piece + "\n");
   p->feed("2024-06-01T10:00:00Z stdout F end\n");
@@ -133,17 +140,21 @@ TEST_CASE("cri: a line joined over the line limit is skipped as oversized, the n
   CHECK(p->report().lines == 6);
 }
 
-TEST_CASE("cri: detected from a file's head, and not taken for a journal or an application log", "[parse][cri]") {
+TEST_CASE("cri: detected from a file's head, and not taken for a journal or an application log",
+          "[parse][cri]") {
   CHECK(detectFormat("2024-06-01T10:00:00.123456789Z stdout F starting\n"
                      "2024-06-01T10:00:00.223456789Z stderr P partial\n"
                      "2024-06-01T10:00:00.323456789Z stderr F  line\n") == LogFormat::kCriLog);
   CHECK(detectFormat("2024-06-01T10:00:00+0000 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79\n") ==
         LogFormat::kJournalShortIso);
   CHECK(detectFormat("2024-06-01T10:00:00.123Z INFO step 1\n") == LogFormat::kApplication);
-  // `kubectl logs --timestamps`: a UTC stamp before the container's text, whose first word is no host.
-  CHECK(detectFormat("2024-07-08T10:02:30.880102114Z [default0]:[rank0]: world size 8\n"
-                     "2024-07-08T10:31:39.004118220Z [default1]:[rank1]:[E708 10:31:39.003000 2215 "
-                     "ProcessGroupNCCL.cpp:1297] [PG 0 Rank 1] NCCL watchdog thread terminated\n") == LogFormat::kApplication);
+  // `kubectl logs --timestamps`: a UTC stamp before the container's text, whose first word is no
+  // host.
+  CHECK(
+      detectFormat("2024-07-08T10:02:30.880102114Z [default0]:[rank0]: world size 8\n"
+                   "2024-07-08T10:31:39.004118220Z [default1]:[rank1]:[E708 10:31:39.003000 2215 "
+                   "ProcessGroupNCCL.cpp:1297] [PG 0 Rank 1] NCCL watchdog thread terminated\n") ==
+      LogFormat::kApplication);
   CHECK(formatName(LogFormat::kCriLog) == "cri");
   CHECK(sourceKindOf(LogFormat::kCriLog) == SourceKind::kApplication);
 }
