@@ -16,6 +16,7 @@ std::string_view formatName(LogFormat format) {
     case LogFormat::kSyslog: return "syslog";
     case LogFormat::kFabricManager: return "fabricmanager";
     case LogFormat::kIpmiSel: return "ipmi-sel";
+    case LogFormat::kCriLog: return "cri";
     case LogFormat::kApplication: return "application";
   }
   return "unknown";
@@ -49,6 +50,7 @@ SourceKind sourceKindOf(LogFormat format) {
     case LogFormat::kFabricManager:
       return SourceKind::kFabricManager;
     case LogFormat::kUnknown:
+    case LogFormat::kCriLog:  // a container's own output
     case LogFormat::kApplication:
       return SourceKind::kApplication;
   }

@@ -38,7 +38,7 @@ BUILD_PACKAGES=(
 # benchmarks (ripgrep) and the demo.
 PACKAGES=(
   "${BUILD_PACKAGES[@]}"
-  ninja-build git python3 tzdata
+  ninja-build git python3 python3-yaml tzdata
   systemd-journal-remote
   libfaketime nftables
   openssl sqlite3

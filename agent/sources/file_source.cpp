@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "common/parse/boot_segments.h"
+#include "common/parse/cri.h"
 
 namespace faultline::agent {
 
@@ -326,18 +327,30 @@ void FileSource::feedLines(std::string_view bytes) {
     }
     if (!partial_.empty()) {
       partial_.append(bytes.substr(0, nl + 1));
-      if (partial_.size() > options_.parse.max_line_bytes + 1) ++health_.skipped;
-      else parser_->feed(partial_);
-      partial_.clear();
+      std::string lines;
+      lines.swap(partial_);
+      if (lines.size() > options_.parse.max_line_bytes + 1) ++health_.skipped;
+      else feedParser(lines);
       bytes.remove_prefix(nl + 1);
     } else {
       // Feed every complete line at once.
       size_t last = bytes.rfind('\n');
-      parser_->feed(bytes.substr(0, last + 1));
+      feedParser(bytes.substr(0, last + 1));
       bytes.remove_prefix(last + 1);
     }
     parser_dirty_ = true;
   }
+}
+
+void FileSource::feedParser(std::string_view lines) {
+  // A CRI log's line split by the runtime is complete with its F piece: until then its pieces wait
+  // like a partial line (the checkpoint stays before them, a flush does not cut the line).
+  if (format_ == common::LogFormat::kCriLog) {
+    const size_t held = common::parse::criPendingTail(lines);
+    partial_.assign(lines.substr(lines.size() - held));
+    lines.remove_suffix(held);
+  }
+  parser_->feed(lines);
 }
 
 void FileSource::endOfFile() {

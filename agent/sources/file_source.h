@@ -78,6 +78,7 @@ class FileSource final : public Source {
   // Reads up to `budget` bytes from the open file; returns bytes read (0 at EOF).
   size_t readSome(size_t budget);
   void feedLines(std::string_view bytes);
+  void feedParser(std::string_view lines);  // complete lines; a CRI line's pending pieces wait in partial_
   void endOfFile();  // the open file is final: flush its partial line and the parser
   void makeParser();
   // A boot-relative file (dmesg raw) opened with content from before this boot: where this
