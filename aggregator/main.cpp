@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "aggregator/clock.h"
+#include "aggregator/evidence/metric_worker.h"
 #include "aggregator/http/api.h"
 #include "aggregator/ingest/ingestor.h"
 #include "aggregator/ingest/zmq_endpoint.h"
@@ -106,6 +107,15 @@ int main(int argc, char** argv) {
   app.add_option("--http-max-connections", http_options.limits.max_connections, "most open connections (else 503)");
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
   app.add_option("--settle", settle, "seconds after a job's end before the verdict is revised");
+  PrometheusOptions prometheus;
+  std::string prometheus_token_file, prometheus_password_file;
+  app.add_option("--prometheus", prometheus.url,
+                 "PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) asked for a failed job's "
+                 "metric evidence (rules/metrics) at its first verdict and at settle");
+  app.add_option("--prometheus-token-file", prometheus_token_file, "bearer token for --prometheus");
+  app.add_option("--prometheus-user", prometheus.basic_user, "basic-auth user for --prometheus");
+  app.add_option("--prometheus-password-file", prometheus_password_file, "basic-auth password for --prometheus");
+  app.add_option("--prometheus-ca", prometheus.ca_file, "CA file for an https --prometheus");
   app.add_option("--margin", margin,
                  "seconds around a job's window whose symptoms still belong to it (clock skew and teardown)")
       ->capture_default_str();
@@ -193,6 +203,9 @@ int main(int argc, char** argv) {
   };
   std::string token, read_token;
   if (!readToken(token_file, &token) || !readToken(read_token_file, &read_token)) return 2;
+  if (!readToken(prometheus_token_file, &prometheus.bearer_token) ||
+      !readToken(prometheus_password_file, &prometheus.basic_password))
+    return 2;
   if (auto why = exposureError(listen, !http_options.tls_cert_file.empty(), !read_token.empty(), insecure_http);
       !why.empty()) {
     std::fprintf(stderr, "faultline-aggregator: %s (docs/api.md, \"Exposing the API\")\n", why.c_str());
@@ -240,6 +253,23 @@ int main(int argc, char** argv) {
   api.setStoreFile(db);
 
   net::io_context io;
+  // Metric evidence: asked on its own thread, answered on the io thread (the engine's).
+  std::unique_ptr<MetricWorker> metric_worker;
+  if (!prometheus.url.empty()) {
+    metrics.describe("faultline_metric_evidence_total", "metric evidence answers from --prometheus, by outcome");
+    metric_worker = std::make_unique<MetricWorker>(
+        prometheus, loaded.rules,
+        [&io, &engine, &metrics](const std::string& job_id, MetricEvidence ev) {
+          bool failed = std::any_of(ev.coverage.begin(), ev.coverage.end(), [](auto& c) { return c.status == "error"; });
+          metrics.add("faultline_metric_evidence_total", "outcome", failed ? "error" : "ok");
+          net::post(io, [&engine, job_id, ev = std::move(ev)]() mutable {
+            engine.onMetricEvidence(job_id, std::move(ev.symptoms), std::move(ev.coverage));
+          });
+        },
+        [&clock] { return clock.nowNs(); });
+    engine.setMetricRequest([&metric_worker](const common::JobInfo& job) { metric_worker->request(job); });
+    std::fprintf(stderr, "faultline-aggregator: metric evidence from %s\n", prometheus.url.c_str());
+  }
   HttpServer server(io, api, http_options);
   if (!server.listen(listen, port, &error)) {
     std::fprintf(stderr, "faultline-aggregator: %s\n", error.c_str());
@@ -410,5 +440,7 @@ int main(int argc, char** argv) {
   if (poller.joinable()) poller.join();
   if (endpoint) endpoint->stop();
   if (ingest_thread.joinable()) ingest_thread.join();
+  engine.setMetricRequest(nullptr);
+  metric_worker.reset();  // before the io_context it posts to
   return 0;
 }

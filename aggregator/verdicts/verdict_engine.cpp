@@ -133,9 +133,14 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   c.covered_nodes.emplace();
   for (const auto& e : coverage)
     if (e.status == "ok" || e.status == "partial") c.covered_nodes->insert(e.node);
+  const auto metric = metric_evidence_.find(job.info.job_id);
+  if (metric != metric_evidence_.end())
+    symptoms.insert(symptoms.end(), metric->second.symptoms.begin(), metric->second.symptoms.end());
   v.symptoms = symptoms.size();
   v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
   for (auto& oc : output_coverage) coverage.push_back(std::move(oc));
+  if (metric != metric_evidence_.end())
+    coverage.insert(coverage.end(), metric->second.coverage.begin(), metric->second.coverage.end());
   v.diagnosis.coverage = std::move(coverage);
   std::map<std::string, int64_t> reported_up_to;  // from the rows already read (a 10,000-node job's take ~0.1 s)
   for (const auto& [n, row] : rows) reported_up_to.emplace(n, row.reported_ns);
@@ -160,6 +165,8 @@ std::optional<VerdictRow> VerdictEngine::store(VerdictRow v) {
     return std::nullopt;
   }
   v.revision = rev;
+  if (metric_request_ && (rev == 1 || v.reason == "settle"))
+    if (auto job = store_.job(v.job_id)) metric_request_(job->info);
   if (metrics_) {
     metrics_->add("faultline_verdicts_total", "sub_domain", std::string(common::subDomainName(v.diagnosis.sub_domain)));
     if (rev == 1) {
@@ -188,6 +195,21 @@ std::optional<VerdictRow> VerdictEngine::onJobOutput(const std::string& job_id) 
   VerdictRow next = evaluate(*job, "job_output");
   if (prev->status == "final") next.status = "final";
   // The epilog retried an upload it had already made: nothing new to say.
+  if (next.status == prev->status && common::toJson(next.diagnosis) == common::toJson(prev->diagnosis)) return prev;
+  return store(std::move(next));
+}
+
+std::optional<VerdictRow> VerdictEngine::onMetricEvidence(const std::string& job_id,
+                                                          std::vector<common::Symptom> symptoms,
+                                                          std::vector<common::CoverageEntry> coverage) {
+  if (metric_evidence_.size() >= kMaxReadUpTo && !metric_evidence_.count(job_id)) metric_evidence_.clear();
+  metric_evidence_[job_id] = {std::move(symptoms), std::move(coverage)};
+  auto job = store_.job(job_id);
+  if (!job || !job->failed()) return std::nullopt;
+  auto prev = store_.latestVerdict(job_id);
+  if (!prev) return std::nullopt;  // its first verdict will take the evidence in
+  VerdictRow next = evaluate(*job, "metrics");
+  if (prev->status == "final") next.status = "final";
   if (next.status == prev->status && common::toJson(next.diagnosis) == common::toJson(prev->diagnosis)) return prev;
   return store(std::move(next));
 }

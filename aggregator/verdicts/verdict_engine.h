@@ -6,6 +6,8 @@
 //   symptoms for the job's window arrive after a revision -> a new revision ("late_symptoms");
 //   the job's output file is uploaded (`faultline job output`) -> a new revision ("job_output");
 //   a changed job state (sacct refines FAILED -> NODE_FAIL) -> a new revision ("job_update");
+//   metric evidence arrives from --prometheus (asked at the first verdict and at settle) and
+//   changes the verdict -> a new revision ("metrics");
 //   every node's agent has reported past end + margin with an empty spool -> final ("reported");
 //   final_timeout after the end with nodes still silent -> final on partial evidence ("timeout"),
 //   with the silent nodes in `missing_nodes` and in the diagnosis' coverage.
@@ -17,6 +19,7 @@
 // call runs a few short store transactions.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +79,16 @@ class VerdictEngine {
 
   const VerdictOptions& options() const { return options_; }
 
+  // Metric evidence (aggregator/evidence/prometheus.h): `request` is asked for a job's metric
+  // symptoms when its first verdict is stored and again at its settle revision (the exporters
+  // have scraped the end by then). It must not block: the aggregator hands it to a worker thread,
+  // whose answer comes back through onMetricEvidence on this engine's thread.
+  void setMetricRequest(std::function<void(const common::JobInfo&)> request) { metric_request_ = std::move(request); }
+  // A job's metric evidence arrived: kept (replacing the job's last), part of every later
+  // evaluation of the job, and the verdict revised ("metrics") when that changes what it says.
+  std::optional<VerdictRow> onMetricEvidence(const std::string& job_id, std::vector<common::Symptom> symptoms,
+                                             std::vector<common::CoverageEntry> coverage);
+
  private:
   std::optional<VerdictRow> store(VerdictRow v);
   // Nodes of `job` whose agent has not yet reported past end + margin (the store asked for how far
@@ -98,6 +111,13 @@ class VerdictEngine {
   // at most one evaluation more per job with symptoms arriving).
   static constexpr size_t kMaxReadUpTo = 4096;
   std::unordered_map<std::string, int64_t> read_up_to_;
+  struct MetricEvidence {
+    std::vector<common::Symptom> symptoms;
+    std::vector<common::CoverageEntry> coverage;
+  };
+  std::function<void(const common::JobInfo&)> metric_request_;
+  // By job; bounded like read_up_to_ (a job whose evidence was dropped is judged on its logs).
+  std::unordered_map<std::string, MetricEvidence> metric_evidence_;
 };
 
 }  // namespace faultline::aggregator

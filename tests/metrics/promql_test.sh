@@ -7,9 +7,11 @@
 #   2. a metric confirming a log root: samples/timeout-hang-xid79 with DCGM's XID gauge going to
 #      79 on gpu-c03 — the verdict stays the log's xid.79, the metric joins its chain;
 #   3. an endpoint that is down: every query is an error entry in coverage, the log verdict stands.
-# Usage: promql_test.sh FAULTLINE_BINARY SOURCE_DIR
+#   4. the live aggregator with --prometheus: the same job's end posted to its API (no agent ever
+#      reported) gets the metric-only verdict in a "metrics" revision.
+# Usage: promql_test.sh FAULTLINE_BINARY SOURCE_DIR [FAULTLINE_AGGREGATOR_BINARY]
 set -euo pipefail
-bin=$1 src=$2
+bin=$1 src=$2 agg=${3:-}
 tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
@@ -103,6 +105,46 @@ prometheus --config.file="$tmp/prom/prometheus.yml" --storage.tsdb.path="$tmp/pr
 pids+=($!)
 wait_http "http://127.0.0.1:$port/-/ready"
 checks_against "http://127.0.0.1:$port" prometheus
+
+# The live aggregator asks the same Prometheus when the job's end is posted.
+if [ -n "$agg" ]; then
+  head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/token"
+  "$agg" --db "$tmp/agg.db" --listen 127.0.0.1 --port 0 --port-file "$tmp/agg.port" --token-file "$tmp/token" \
+    --rules "$src/rules" --prometheus "http://127.0.0.1:$port" --tick 0.2 > "$tmp/agg.log" 2>&1 &
+  pids+=($!)
+  REMAP_JOB=$remap/bundle/job.json python3 - "$tmp/agg.port" "$tmp/token" <<'PY' || fail "the live aggregator: $(tail -5 "$tmp/agg.log")"
+import json, os, sys, time, urllib.error, urllib.request
+port_file, token = sys.argv[1], open(sys.argv[2]).read().strip()
+deadline = time.monotonic() + 30
+while not (os.path.exists(port_file) and open(port_file).read().strip()):
+    if time.monotonic() > deadline: sys.exit("no port file")
+    time.sleep(0.05)
+base = f"http://127.0.0.1:{open(port_file).read().strip()}"
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body else None,
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        sys.exit(f"{method} {path}: HTTP {e.code}: {e.read().decode(errors='replace')}")
+job = json.load(open(os.environ["REMAP_JOB"]))
+call("POST", "/jobs/7730142/start", {"nodes": ["gpu-m01", "gpu-m02"], "time": job["start_time"]})
+call("POST", "/jobs/7730142/end", {"state": "FAILED", "exit_code": "1:0", "time": job["end_time"]})
+# The first verdict (no agent: nothing decides) is followed by the metric revision.
+while True:
+    d = call("GET", "/jobs/7730142/diagnosis")
+    if d["verdict"]["reason"] == "metrics": break
+    if time.monotonic() > deadline: sys.exit(f"no metrics revision: {d['verdict']} {d['sub_domain']}")
+    time.sleep(0.1)
+resp = [(r["node"], r.get("device")) for r in d["responsible_nodes"]]
+ok = (d["sub_domain"] == "hardware" and d["cause"]["rule_id"] == "metric.dcgm.uncorrectable_remapped_rows"
+      and resp == [("gpu-m01", "0000:5d:00.0")]
+      and any(c.get("format") == "promql" and c["status"] == "ok" for c in d["coverage"]))
+if not ok: sys.exit(f"live verdict: {d['sub_domain']} {d['cause']} {resp}")
+PY
+  echo "promql_test: live aggregator ok"
+fi
 
 # VictoriaMetrics, the same series through its Prometheus-text import (millisecond stamps).
 vport=$(free_port)

@@ -336,3 +336,54 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
   CHECK(compared >= 25);
   CHECK(with_output >= 25);
 }
+
+TEST_CASE("verdicts: metric evidence is asked at the first verdict and at settle, and revises the verdict", "[verdicts]") {
+  Fixture f;
+  for (const char* n : {"gpu-01", "gpu-02"}) f.heartbeat(n, kT0);
+  std::vector<std::string> asked;
+  f.engine->setMetricRequest([&](const common::JobInfo& job) { asked.push_back(job.job_id); });
+  f.job("300", "gpu-[01-02]", kT0, kT0 + 300 * kSec, "RUNNING");
+  f.clock.advance(301 * kSec);
+  f.job("300", "", 0, kT0 + 300 * kSec, "FAILED");
+  auto v1 = f.engine->onJobEnded("300");
+  REQUIRE(v1);
+  CHECK(v1->diagnosis.sub_domain == common::SubDomain::kUnattributed);  // no log evidence at all
+  CHECK(asked == std::vector<std::string>{"300"});
+
+  // What --prometheus found: gpu-02's GPU lost its memory row 20 s before the end.
+  common::Symptom s;
+  s.rule_id = "metric.dcgm.uncorrectable_remapped_rows";
+  s.symptom = "gpu_row_remap_uncorrectable";
+  s.sub_domain = common::SubDomain::kHardware;
+  s.category = "gpu_memory";
+  s.role = common::Role::kRoot;
+  s.severity = common::Severity::kCritical;
+  s.node = "gpu-02";
+  s.device = "0000:5d:00.0";
+  s.source = "prometheus http://127.0.0.1:9090";
+  s.source_kind = common::SourceKind::kMetric;
+  s.first_ns = s.last_ns = kT0 + 280 * kSec;
+  s.time_known = true;
+  common::CoverageEntry cov{"", "prometheus http://127.0.0.1:9090 DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "promql",
+                            40, 0, "ok", "2 series of the job's nodes"};
+  auto v2 = f.engine->onMetricEvidence("300", {s}, {cov});
+  REQUIRE(v2);
+  CHECK(v2->revision == 2);
+  CHECK(v2->reason == "metrics");
+  CHECK(v2->diagnosis.sub_domain == common::SubDomain::kHardware);
+  REQUIRE(v2->diagnosis.responsible.size() == 1);
+  CHECK(v2->diagnosis.responsible[0].node == "gpu-02");
+  CHECK(std::any_of(v2->diagnosis.coverage.begin(), v2->diagnosis.coverage.end(),
+                    [](const auto& c) { return c.format == "promql" && c.status == "ok"; }));
+  // The same evidence again changes nothing: no revision.
+  auto same = f.engine->onMetricEvidence("300", {s}, {cov});
+  REQUIRE(same);
+  CHECK(same->revision == 2);
+  // Settle: asked again, and the settle revision still holds the evidence.
+  f.clock.advance(130 * kSec);
+  CHECK(f.engine->tick() == 1);
+  CHECK(asked == std::vector<std::string>{"300", "300"});
+  auto v3 = f.store->latestVerdict("300");
+  CHECK(v3->reason == "settle");
+  CHECK(v3->diagnosis.sub_domain == common::SubDomain::kHardware);
+}
