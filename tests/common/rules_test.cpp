@@ -410,7 +410,7 @@ TEST_CASE("templates: {host} is the record's host, then the node found, {node_de
 TEST_CASE("metric rules load with the packs and their examples are run", "[rules][metrics]") {
   const char* yaml = R"(metric_rules:
   - id: metric.t.dbe
-    since: 0.9.0
+    since: 0.3.0
     metric: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
     node_labels: [Hostname, instance]
     device_labels: [pci_bus_id, gpu]
