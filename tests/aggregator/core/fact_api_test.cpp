@@ -62,7 +62,7 @@ json attributorInfo(const std::string& workload_id) {
             {"status", "FAILED"},
             {"nranks", 8},
             {"ranks_per_node", 4},
-            {"nodes", {kNodeA, kNodeB}},
+            {"nodes", json::array({kNodeA, kNodeB})},
             {"name", "resnet-training"},
             {"username", "slurm-user"},
             {"framework", "unknown"},
@@ -90,7 +90,7 @@ json dmesgToLokiStreams(const std::vector<std::string>& lines, int64_t base_ns) 
                 {"resources", json::object()}};
     auto it = std::find_if(streams.begin(), streams.end(), [&](auto& s) { return s.first == host; });
     if (it == streams.end()) it = streams.insert(streams.end(), {host, json::array()});
-    it->second.push_back({std::to_string(base_ns + offset++), record.dump()});
+    it->second.push_back(json::array({std::to_string(base_ns + offset++), record.dump()}));
   }
   json out = json::array();
   for (auto& [host, values] : streams)
@@ -205,10 +205,11 @@ TEST_CASE("fact: out-of-window Loki stamps, applog and prometheus_metrics observ
   CHECK(faultyNodes(s.get("/attributor/" + id + "/attribution")) == std::vector<std::string>{kNodeA});
 
   // An application log as Loki push (plain lines, {"streams": [...]} as JSON, not a string).
+  json line = json::array({std::to_string(kCycleEnd - 30 * kSec),
+                           "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"});
+  json stream{{"stream", {{"hostname", kNodeB}, {"app", "train"}}}, {"values", json::array({line})}};
   json app{{"context", {{"source", "applog"}, {"format", "raw_loki_streams"}}},
-           {"body", {{"streams", {{{"stream", {{"hostname", kNodeB}, {"app", "train"}}},
-                                   {"values", {{std::to_string(kCycleEnd - 30 * kSec),
-                                                "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}}}}}}}}};
+           {"body", {{"streams", json::array({stream})}}}};
   auto applog = s.post("/attributor/" + id + "/observation", app);
   CHECK(applog["observation_id"] == "obs-3");
   CHECK(applog["coverage"][0]["node"] == kNodeB);
@@ -258,7 +259,8 @@ TEST_CASE("fact: hostile bodies are refused with a reason and change nothing", "
   refused(obs, bad, "without a hostname");
   bad["body"] = "not json";
   refused(obs, bad, "not JSON");
-  bad["body"] = json::array({{{"values", {{"1", std::string("a\0b", 3)}}}, {"stream", {{"hostname", kNodeA}}}}});
+  bad["body"] = json::array({{{"values", json::array({json::array({"1", std::string("a\0b", 3)})})},
+                             {"stream", {{"hostname", kNodeA}}}}});
   refused(obs, bad, "NUL");
   bad = ok;
   bad["context"]["time_interval"] = {{"start", kEndIso}, {"end", kStartIso}};
