@@ -24,12 +24,18 @@ json verdictSummary(const VerdictRow& v) {
 
 FactApi::FactApi(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock,
                  const common::RuleEngine* rules, std::function<bool()> leads)
-    : store_(store), engine_(engine), metrics_(metrics), clock_(clock), rules_(rules), leads_(std::move(leads)) {}
+    : store_(store),
+      engine_(engine),
+      metrics_(metrics),
+      clock_(clock),
+      rules_(rules),
+      leads_(std::move(leads)) {}
 
 bool FactApi::isFactPath(const std::vector<std::string>& parts) {
   size_t i = !parts.empty() && parts[0] == "latest" ? 1 : 0;
   if (parts.size() <= i) return false;
-  return parts[i] == "attributor" || (parts[i] == "v2" && parts.size() == i + 2 && parts[i + 1] == "healthz");
+  return parts[i] == "attributor" ||
+         (parts[i] == "v2" && parts.size() == i + 2 && parts[i + 1] == "healthz");
 }
 
 HttpResponse FactApi::handle(const HttpRequest& request, std::vector<std::string> parts) {
@@ -40,9 +46,12 @@ HttpResponse FactApi::handle(const HttpRequest& request, std::vector<std::string
     if (!get) return errorResponse(405, "GET only");
     return jsonResponse(200, json{{"status", "ok"}, {"service", "faultline"}});
   }
-  if (parts.size() == 1) return post ? createAttributor(request) : errorResponse(405, "POST only: an attributor is created");
+  if (parts.size() == 1)
+    return post ? createAttributor(request)
+                : errorResponse(405, "POST only: an attributor is created");
   if (parts.size() == 3 && parts[2] == "observation")
-    return post ? observe(request, parts[1]) : errorResponse(405, "POST only: an observation is posted");
+    return post ? observe(request, parts[1])
+                : errorResponse(405, "POST only: an observation is posted");
   if (parts.size() == 3 && parts[2] == "attribution")
     return get ? attribution(parts[1]) : errorResponse(405, "GET only: an attribution is read");
   return errorResponse(404, "not found");
@@ -61,23 +70,29 @@ HttpResponse FactApi::createAttributor(const HttpRequest& request) {
   if (!row) return errorResponse(why.rfind("store:", 0) == 0 ? 503 : 400, why);
   metrics_.add("faultline_job_events_total", "kind", a->ended ? "end" : "start");
   metrics_.add("faultline_fact_attributors_total");
-  json out{{"attributor_id", a->attributor_id}, {"job_id", a->attributor_id}, {"state", row->info.state}, {"verdict", nullptr}};
+  json out{{"attributor_id", a->attributor_id},
+           {"job_id", a->attributor_id},
+           {"state", row->info.state},
+           {"verdict", nullptr}};
   if (a->ended && engine_ && (!leads_ || leads_()))
     if (auto v = engine_->onJobEnded(a->attributor_id)) out["verdict"] = verdictSummary(*v);
   return jsonResponse(200, out);
 }
 
 HttpResponse FactApi::observe(const HttpRequest& request, const std::string& id) {
-  if (!rules_) return errorResponse(503, "this server reads no observations (it was given no rules)");
+  if (!rules_)
+    return errorResponse(503, "this server reads no observations (it was given no rules)");
   if (!validJobId(id)) return errorResponse(400, "bad attributor id");
   auto job = store_.job(id);
-  if (!job) return errorResponse(404, fmt::format("unknown attributor '{}': POST /attributor first", id));
+  if (!job)
+    return errorResponse(404, fmt::format("unknown attributor '{}': POST /attributor first", id));
   json body = json::parse(request.body, nullptr, false);
   if (body.is_discarded()) return errorResponse(400, "body is not JSON");
   // Observation ids count this attributor's observations: obs-1, obs-2, ...
   std::set<std::string> seen;
   for (const auto& o : store_.jobOutputs(id))
-    if (o.source.rfind("fact:obs-", 0) == 0) seen.insert(o.source.substr(5, o.source.find(':', 5) - 5));
+    if (o.source.rfind("fact:obs-", 0) == 0)
+      seen.insert(o.source.substr(5, o.source.find(':', 5) - 5));
   ObservationContext ctx;
   ctx.job_start_ns = job->info.start_ns;
   ctx.job_end_ns = job->info.end_ns;
@@ -152,8 +167,9 @@ HttpResponse FactApi::attribution(const std::string& id) {
   }
   json attributions = json::array();
   for (const auto& n : nodes)
-    attributions.push_back(
-        {{"type", "NodeAttribution"}, {"node", n}, {"attributions", claims.contains(n) ? claims[n] : json::array()}});
+    attributions.push_back({{"type", "NodeAttribution"},
+                            {"node", n},
+                            {"attributions", claims.contains(n) ? claims[n] : json::array()}});
   out["attributions"] = std::move(attributions);
   return jsonResponse(200, out);
 }

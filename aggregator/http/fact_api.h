@@ -27,8 +27,8 @@ class FactApi {
  public:
   // All references must outlive this. `engine` and `rules` may be null: then no verdict is made
   // during a request, and observations answer 503 respectively.
-  FactApi(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, const common::RuleEngine* rules,
-          std::function<bool()> leads);
+  FactApi(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock,
+          const common::RuleEngine* rules, std::function<bool()> leads);
 
   // `parts`: the path's segments. Whether they name a FACT route ("latest" first or not).
   static bool isFactPath(const std::vector<std::string>& parts);

@@ -23,7 +23,8 @@ constexpr size_t kMaxNodes = 100000;
 constexpr size_t kMaxLabelBytes = 1024;
 
 // A key of `obj` that must have `type` when present (names the key in the refusal).
-bool typed(const json& obj, const char* key, json::value_t want, const char* what, std::string* error) {
+bool typed(const json& obj, const char* key, json::value_t want, const char* what,
+           std::string* error) {
   if (!obj.contains(key)) return true;
   const json& v = obj[key];
   bool ok = v.type() == want || (want == json::value_t::number_unsigned && v.is_number_integer() &&
@@ -77,19 +78,23 @@ std::optional<Attributor> attributorFromJson(const json& body, int64_t now_ns, s
   }
   a.attributor_id = attributorIdOf(a.workload_id);
   std::string status = w.value("status", "FAILED");
-  std::transform(status.begin(), status.end(), status.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(status.begin(), status.end(), status.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   // The job event body job_events.h validates: the same rules as POST /jobs/{id}/start|end.
   json ev{{"nodes", w["nodes"]}, {"state", status}};
   a.ended = !isActiveJobState(status);
-  if (w.contains("ranks_per_node")) ev["ntasks_per_node"] = std::min<int64_t>(w["ranks_per_node"].get<int64_t>(), 1 << 20);
-  if (w.contains("exit_code_signal")) ev["exit_code"] = std::to_string(std::min<int64_t>(w["exit_code_signal"].get<int64_t>(), 255));
+  if (w.contains("ranks_per_node"))
+    ev["ntasks_per_node"] = std::min<int64_t>(w["ranks_per_node"].get<int64_t>(), 1 << 20);
+  if (w.contains("exit_code_signal"))
+    ev["exit_code"] = std::to_string(std::min<int64_t>(w["exit_code_signal"].get<int64_t>(), 255));
   if (a.ended) {
     if (w.contains("job_end_time")) ev["time"] = w["job_end_time"];
     if (w.contains("job_start_time")) ev["start_time"] = w["job_start_time"];
   } else if (w.contains("job_start_time")) {
     ev["time"] = w["job_start_time"];
   }
-  auto update = jobUpdateFromJson(ev, a.attributor_id, a.ended ? JobEventKind::kEnd : JobEventKind::kStart, now_ns, error);
+  auto update = jobUpdateFromJson(
+      ev, a.attributor_id, a.ended ? JobEventKind::kEnd : JobEventKind::kStart, now_ns, error);
   if (!update) {
     *error = "workload: " + *error;
     return std::nullopt;
@@ -120,7 +125,8 @@ std::optional<int64_t> lokiTimestamp(const json& v) {
   }
   if (!v.is_string()) return std::nullopt;
   const std::string& s = v.get_ref<const std::string&>();
-  if (s.empty() || s.size() > 19 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (s.empty() || s.size() > 19 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   uint64_t n = std::stoull(s);
   return n <= uint64_t(INT64_MAX) ? std::optional<int64_t>(int64_t(n)) : std::nullopt;
@@ -129,8 +135,8 @@ std::optional<int64_t> lokiTimestamp(const json& v) {
 // Every stream's lines, grouped by (host, kernel?): one job output each.
 using Groups = std::map<std::pair<std::string, bool>, std::vector<LokiLine>>;
 
-bool readStreams(const json& streams, const std::string& source, const ObservationLimits& limits, Groups* groups,
-                 uint64_t* lines, std::string* error) {
+bool readStreams(const json& streams, const std::string& source, const ObservationLimits& limits,
+                 Groups* groups, uint64_t* lines, std::string* error) {
   if (streams.size() > limits.max_streams) {
     *error = fmt::format("{} streams (at most {})", streams.size(), limits.max_streams);
     return false;
@@ -149,17 +155,21 @@ bool readStreams(const json& streams, const std::string& source, const Observati
     }
     for (const auto& [k, v] : labels.items())
       if (!v.is_string() || v.get_ref<const std::string&>().size() > kMaxLabelBytes) {
-        *error = where(fmt::format(".stream.{}: a label must be a string of at most {} bytes", k.substr(0, 40), kMaxLabelBytes));
+        *error = where(fmt::format(".stream.{}: a label must be a string of at most {} bytes",
+                                   k.substr(0, 40), kMaxLabelBytes));
         return false;
       }
     const std::string stream_host = label(labels, {"hostname", "host", "node", "nodename"});
     const std::string stream_app = label(labels, {"appname", "app", "ident"});
     const json& values = st["values"];
     for (size_t j = 0; j < values.size(); ++j) {
-      auto at = [&](const std::string& what) { return where(fmt::format(".values[{}]{}", j, what)); };
+      auto at = [&](const std::string& what) {
+        return where(fmt::format(".values[{}]{}", j, what));
+      };
       const json& v = values[j];
       if (!v.is_array() || v.size() < 2 || v.size() > 3 || !v[1].is_string()) {
-        *error = at(": must be [ns_timestamp, line] (a third element, structured metadata, is allowed)");
+        *error =
+            at(": must be [ns_timestamp, line] (a third element, structured metadata, is allowed)");
         return false;
       }
       auto ts = lokiTimestamp(v[0]);
@@ -177,8 +187,12 @@ bool readStreams(const json& streams, const std::string& source, const Observati
       if (!text.empty() && text.front() == '{') {
         json rec = json::parse(text, nullptr, false);
         if (rec.is_object() && rec.contains("body") && rec["body"].is_string()) {
-          const json attrs = rec.contains("attributes") && rec["attributes"].is_object() ? rec["attributes"] : json::object();
-          if (std::string h = label(attrs, {"hostname", "host"}); !h.empty() && h.size() <= kMaxLabelBytes) host = h;
+          const json attrs = rec.contains("attributes") && rec["attributes"].is_object()
+                                 ? rec["attributes"]
+                                 : json::object();
+          if (std::string h = label(attrs, {"hostname", "host"});
+              !h.empty() && h.size() <= kMaxLabelBytes)
+            host = h;
           if (std::string a = label(attrs, {"appname", "app"}); !a.empty()) app = a;
           text = rec["body"].get<std::string>();
         }
@@ -192,10 +206,12 @@ bool readStreams(const json& streams, const std::string& source, const Observati
         return false;
       }
       if (source == "syslog" && host.empty()) {
-        *error = at(": a syslog line without a hostname (label or attributes.hostname): whose node is it?");
+        *error = at(
+            ": a syslog line without a hostname (label or attributes.hostname): whose node is it?");
         return false;
       }
-      const bool kernel = source == "syslog" && (app == "kernel" || app == "dmesg" || app == "kmsg");
+      const bool kernel =
+          source == "syslog" && (app == "kernel" || app == "dmesg" || app == "kmsg");
       (*groups)[{host, kernel}].push_back({std::move(text), *ts});
     }
   }
@@ -205,9 +221,12 @@ bool readStreams(const json& streams, const std::string& source, const Observati
 }  // namespace
 
 std::optional<Observation> observationFromJson(const json& body, const ObservationContext& ctx,
-                                               const common::RuleEngine& engine, const std::string& job_id,
-                                               int64_t now_ns, std::string* error, const ObservationLimits& limits) {
-  if (!body.is_object() || !body.contains("context") || !body["context"].is_object() || !body.contains("body")) {
+                                               const common::RuleEngine& engine,
+                                               const std::string& job_id, int64_t now_ns,
+                                               std::string* error,
+                                               const ObservationLimits& limits) {
+  if (!body.is_object() || !body.contains("context") || !body["context"].is_object() ||
+      !body.contains("body")) {
     *error = "body must be an observation object with \"context\" and \"body\"";
     return std::nullopt;
   }
@@ -228,10 +247,13 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
   if (c.contains("time_interval")) {
     const json& ti = c["time_interval"];
     std::optional<int64_t> start, end;
-    if (ti.is_object() && ti.contains("start") && ti["start"].is_string()) start = common::parseTimestampNs(ti["start"].get<std::string>());
-    if (ti.is_object() && ti.contains("end") && ti["end"].is_string()) end = common::parseTimestampNs(ti["end"].get<std::string>());
+    if (ti.is_object() && ti.contains("start") && ti["start"].is_string())
+      start = common::parseTimestampNs(ti["start"].get<std::string>());
+    if (ti.is_object() && ti.contains("end") && ti["end"].is_string())
+      end = common::parseTimestampNs(ti["end"].get<std::string>());
     if (!start || !end || *start > *end) {
-      *error = "context.time_interval must be {\"start\", \"end\"}: ISO 8601 times, start not after end";
+      *error =
+          "context.time_interval must be {\"start\", \"end\"}: ISO 8601 times, start not after end";
       return std::nullopt;
     }
     lo = std::min(lo, *start - ctx.margin_ns);
@@ -255,8 +277,9 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     }
     auto out = output("", "prometheus_metrics");
     out.coverage.status = "missing";
-    out.coverage.reason = "prometheus_metrics observations are stored, not read: faultline's metric rules ask a "
-                          "PromQL endpoint (faultline-aggregator --prometheus)";
+    out.coverage.reason =
+        "prometheus_metrics observations are stored, not read: faultline's metric rules ask a "
+        "PromQL endpoint (faultline-aggregator --prometheus)";
     o.outputs.push_back(std::move(out));
     return o;
   }
@@ -293,7 +316,8 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
       const bool in_window = l.ts >= lo && l.ts <= hi;
       for (size_t pos = 0;;) {
         size_t nl = l.text.find('\n', pos);
-        text.append(l.text, pos, nl == std::string::npos ? std::string::npos : nl - pos).push_back('\n');
+        text.append(l.text, pos, nl == std::string::npos ? std::string::npos : nl - pos)
+            .push_back('\n');
         stamps.push_back(in_window ? l.ts : -1);
         outside += !in_window;
         if (nl == std::string::npos) break;
@@ -304,8 +328,10 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     common::LogFormat format = common::detectFormat(std::string_view(text).substr(0, 64 << 10));
     common::SourceKind kind = common::sourceKindOf(format);
     // Kernel lines without a stamp of their own ("NVRM: Xid ...") are still kernel lines.
-    if (kernel) kind = common::SourceKind::kKernel;
-    else if (o.source == "syslog" && format == common::LogFormat::kApplication) kind = common::SourceKind::kJournal;
+    if (kernel)
+      kind = common::SourceKind::kKernel;
+    else if (o.source == "syslog" && format == common::LogFormat::kApplication)
+      kind = common::SourceKind::kJournal;
     auto out = output(host, std::string(common::formatName(format)));
     common::ParseOptions popts;
     popts.default_year = ctx.job_start_ns ? common::yearOfNs(ctx.job_start_ns) : 1970;
@@ -316,7 +342,8 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     auto parser = common::makeStreamParser(format, popts, [&](common::LogRecord&& rec) {
       // A line without a wall-clock time of its own takes its Loki stamp, when the stamp falls in
       // the job's window or the observation's interval; outside both it is no time of this job.
-      if (!rec.time_known && rec.line >= 1 && rec.line <= stamps.size() && stamps[rec.line - 1] >= 0) {
+      if (!rec.time_known && rec.line >= 1 && rec.line <= stamps.size() &&
+          stamps[rec.line - 1] >= 0) {
         rec.time_ns = stamps[rec.line - 1];
         rec.time_known = true;
       }
@@ -330,9 +357,12 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     if (rep.skipped) out.coverage.status = "partial";
     std::vector<std::string> notes;
     if (outside)
-      notes.push_back(fmt::format("{} of {} lines stamped outside the job's window and the observation's interval: "
-                                  "read without a time", outside, stamps.size()));
-    if (!host.empty() && !nodes.empty() && !nodes.count(host)) notes.push_back("not a node of the attributor's workload");
+      notes.push_back(fmt::format(
+          "{} of {} lines stamped outside the job's window and the observation's interval: "
+          "read without a time",
+          outside, stamps.size()));
+    if (!host.empty() && !nodes.empty() && !nodes.count(host))
+      notes.push_back("not a node of the attributor's workload");
     for (const auto& n : rep.notes) notes.push_back(n);
     out.coverage.reason = fmt::format("{}", fmt::join(notes, "; "));
     out.symptoms = agg.drainAll();

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aggregator/store/store.h"
 #include "common/rule_engine.h"
@@ -22,10 +21,11 @@ namespace faultline::aggregator {
 struct Attributor {
   std::string attributor_id;  // = the faultline job id (attributorIdOf(workload.id))
   std::string workload_id;
-  JobUpdate update;           // a start (status RUNNING/PENDING) or an end
+  JobUpdate update;  // a start (status RUNNING/PENDING) or an end
   bool ended = false;
 };
-std::optional<Attributor> attributorFromJson(const nlohmann::json& body, int64_t now_ns, std::string* error);
+std::optional<Attributor> attributorFromJson(const nlohmann::json& body, int64_t now_ns,
+                                             std::string* error);
 
 // The job id an attributor maps to: "fact-" + the workload id with every byte outside
 // [A-Za-z0-9._-] as '.', a long one cut and made unique by a hash of the whole id. The same
@@ -59,9 +59,11 @@ struct Observation {
   std::vector<JobOutput> outputs;
   uint64_t lines = 0, out_of_window = 0;
 };
-std::optional<Observation> observationFromJson(const nlohmann::json& body, const ObservationContext& ctx,
-                                               const common::RuleEngine& engine, const std::string& job_id,
-                                               int64_t now_ns, std::string* error,
+std::optional<Observation> observationFromJson(const nlohmann::json& body,
+                                               const ObservationContext& ctx,
+                                               const common::RuleEngine& engine,
+                                               const std::string& job_id, int64_t now_ns,
+                                               std::string* error,
                                                const ObservationLimits& limits = {});
 
 }  // namespace faultline::aggregator

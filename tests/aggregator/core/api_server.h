@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <thread>
@@ -49,7 +48,10 @@ struct ApiServer {
     thread = std::thread([this] { io.run(); });
   }
   ~ApiServer() {
-    boost::asio::post(io, [this] { server->stop(); io.stop(); });
+    boost::asio::post(io, [this] {
+      server->stop();
+      io.stop();
+    });
     thread.join();
   }
   static ApiOptions defaultOptions() {
@@ -57,8 +59,8 @@ struct ApiServer {
     o.write_token = "s3cret";
     return o;
   }
-  HttpResult call(const std::string& method, const std::string& target, const std::string& body = "",
-                  const std::string& token = "") {
+  HttpResult call(const std::string& method, const std::string& target,
+                  const std::string& body = "", const std::string& token = "") {
     std::string error;
     auto r = httpCall(url, method, target, body, token, std::chrono::seconds(10), &error);
     INFO(error);

@@ -3,7 +3,6 @@
 // AttributorInfo, its dmesg -> raw_loki_streams conversion, its observation envelope), and checked
 // against `faultline attribute` on the same lines.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -67,7 +66,11 @@ json attributorInfo(const std::string& workload_id) {
             {"username", "slurm-user"},
             {"framework", "unknown"},
             {"exit_code_signal", 1}}},
-          {"metadata", {{"cluster", "slurm-cluster"}, {"agent", "nvrx-ft-launcher"}, {"tenant", "unknown"}, {"ruleset", "default"}}}};
+          {"metadata",
+           {{"cluster", "slurm-cluster"},
+            {"agent", "nvrx-ft-launcher"},
+            {"tenant", "unknown"},
+            {"ruleset", "default"}}}};
 }
 
 // NVRx's dmesg -> raw_loki_streams, by the shapes its tests pin down: a "host: " prefix names the
@@ -81,20 +84,24 @@ json dmesgToLokiStreams(const std::vector<std::string>& lines, int64_t base_ns) 
   for (const auto& line : lines) {
     auto colon = line.find(": ");
     std::string host = line.substr(0, colon), body = line.substr(colon + 2);
-    if (auto us = host.rfind('_'); us != std::string::npos && host.find_first_not_of("0123456789", us + 1) == std::string::npos)
+    if (auto us = host.rfind('_');
+        us != std::string::npos &&
+        host.find_first_not_of("0123456789", us + 1) == std::string::npos)
       host = host.substr(0, us);
     if (body.find("Xid") == std::string::npos) continue;  // the client's prefilter
     json record{{"body", body},
                 {"severity", "err"},
                 {"attributes", {{"hostname", host}, {"appname", "kernel"}, {"facility", 0}}},
                 {"resources", json::object()}};
-    auto it = std::find_if(streams.begin(), streams.end(), [&](auto& s) { return s.first == host; });
+    auto it =
+        std::find_if(streams.begin(), streams.end(), [&](auto& s) { return s.first == host; });
     if (it == streams.end()) it = streams.insert(streams.end(), {host, json::array()});
     it->second.push_back(json::array({std::to_string(base_ns + offset++), record.dump()}));
   }
   json out = json::array();
   for (auto& [host, values] : streams)
-    out.push_back({{"stream", {{"job", "nvrx"}, {"app", "dmesg"}, {"hostname", host}}}, {"values", values}});
+    out.push_back(
+        {{"stream", {{"job", "nvrx"}, {"app", "dmesg"}, {"hostname", host}}}, {"values", values}});
   return out;
 }
 
@@ -117,29 +124,38 @@ std::vector<std::string> faultyNodes(const json& attribution) {
 
 const std::vector<std::string> kDmesgA = {
     kNodeA + ": [1247249.100000] plain kernel line",
-    kNodeA + ": [1247249.751385] NVRM: Xid (PCI:0000:e4:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    kNodeA +
+        ": [1247249.751385] NVRM: Xid (PCI:0000:e4:00): 79, pid='<unknown>', name=<unknown>, GPU "
+        "has fallen off the bus.",
 };
 const std::vector<std::string> kDmesgB = {
-    kNodeB + "_2549019: [1247250.403317] NVRM: Xid (PCI:0000:2a:00): 45, pid=51301, name=python, Ch 00000010",
+    kNodeB +
+        "_2549019: [1247250.403317] NVRM: Xid (PCI:0000:2a:00): 45, pid=51301, name=python, Ch "
+        "00000010",
 };
 
 }  // namespace
 
-TEST_CASE("fact: NVRx's attributor, dmesg observations and attribution agree with faultline attribute", "[http][fact]") {
+TEST_CASE(
+    "fact: NVRx's attributor, dmesg observations and attribution agree with faultline attribute",
+    "[http][fact]") {
   FactServer s;
   CHECK(s.get("/v2/healthz")["status"] == "ok");
   CHECK(s.call("GET", "/latest/v2/healthz", "", "").status == 200);  // like /healthz: no token
 
   // Writes need the write token, reads the read token.
-  CHECK(s.call("POST", "/latest/attributor", attributorInfo("job-1:cycle2:1").dump(), "").status == 401);
-  CHECK(s.call("POST", "/latest/attributor", attributorInfo("job-1:cycle2:1").dump(), "r34d").status == 401);
+  CHECK(s.call("POST", "/latest/attributor", attributorInfo("job-1:cycle2:1").dump(), "").status ==
+        401);
+  CHECK(s.call("POST", "/latest/attributor", attributorInfo("job-1:cycle2:1").dump(), "r34d")
+            .status == 401);
   auto created = s.post("/latest/attributor", attributorInfo("job-1:cycle2:1778414400000000000"));
   const std::string id = created["attributor_id"];
   CHECK(id == "fact-job-1.cycle2.1778414400000000000");
   CHECK(created["state"] == "FAILED");
   CHECK(created["verdict"]["revision"] == 1);
   // The same workload again maps to the same attributor.
-  CHECK(s.post("/attributor", attributorInfo("job-1:cycle2:1778414400000000000"))["attributor_id"] == id);
+  CHECK(s.post("/attributor",
+               attributorInfo("job-1:cycle2:1778414400000000000"))["attributor_id"] == id);
   CHECK(s.call("GET", "/latest/attributor/" + id + "/attribution", "", "").status == 401);
 
   // Before any observation: every node listed, none faulty.
@@ -150,14 +166,16 @@ TEST_CASE("fact: NVRx's attributor, dmesg observations and attribution agree wit
 
   // Each node's agent posts its own dmesg, stamped near the collection end (end - 1 s).
   const int64_t anchor = kCycleEnd - kSec;
-  auto a = s.post("/latest/attributor/" + id + "/observation", observation(dmesgToLokiStreams(kDmesgA, anchor)));
+  auto a = s.post("/latest/attributor/" + id + "/observation",
+                  observation(dmesgToLokiStreams(kDmesgA, anchor)));
   CHECK(a["observation_id"] == "obs-1");
   CHECK(a["lines"] == 1);
   CHECK(a["out_of_window"] == 0);
   CHECK(a["symptoms"] == 1);
   CHECK(a["verdict"]["revision"] == 2);
   CHECK(a["verdict"]["reason"] == "job_output");
-  auto b = s.post("/latest/attributor/" + id + "/observation", observation(dmesgToLokiStreams(kDmesgB, anchor)));
+  auto b = s.post("/latest/attributor/" + id + "/observation",
+                  observation(dmesgToLokiStreams(kDmesgB, anchor)));
   CHECK(b["observation_id"] == "obs-2");
   CHECK(b["coverage"][0]["node"] == kNodeB);  // the gRPC log id "host_PID" names host
 
@@ -172,14 +190,20 @@ TEST_CASE("fact: NVRx's attributor, dmesg observations and attribution agree wit
 
   // The same lines as a bundle, through `faultline attribute`'s path: same cause, node, domain.
   TempDir bundle;
-  std::ofstream(bundle.file("job.json")) << json{{"job_id", "fact-compare"}, {"state", "FAILED"}, {"exit_code", "1:0"},
-                                                 {"start_time", "2026-05-10T12:00:00Z"}, {"end_time", "2026-05-10T12:12:00Z"},
-                                                 {"nodelist", "gb-nvl-134-compute[01-02]"}, {"ntasks_per_node", 4}}.dump();
+  std::ofstream(bundle.file("job.json")) << json{
+      {"job_id", "fact-compare"},
+      {"state", "FAILED"},
+      {"exit_code", "1:0"},
+      {"start_time", "2026-05-10T12:00:00Z"},
+      {"end_time", "2026-05-10T12:12:00Z"},
+      {"nodelist", "gb-nvl-134-compute[01-02]"},
+      {"ntasks_per_node", 4}}.dump();
   for (const auto& [node, lines] : {std::pair{kNodeA, kDmesgA}, std::pair{kNodeB, kDmesgB}}) {
     std::filesystem::create_directories(bundle.file("nodes/" + node));
     std::ofstream out(bundle.file("nodes/" + node + "/dmesg.txt"));
     for (const auto& l : lines)
-      if (l.find("Xid") != std::string::npos) out << l.substr(l.find(": ") + 2) << "\n";  // what was posted
+      if (l.find("Xid") != std::string::npos)
+        out << l.substr(l.find(": ") + 2) << "\n";  // what was posted
   }
   std::string error;
   auto offline = offline::attributeBundle(bundle.path(), *s.rule_engine, &error);
@@ -192,22 +216,29 @@ TEST_CASE("fact: NVRx's attributor, dmesg observations and attribution agree wit
   CHECK(blamed == faultyNodes(after));
 }
 
-TEST_CASE("fact: out-of-window Loki stamps, applog and prometheus_metrics observations", "[http][fact]") {
+TEST_CASE("fact: out-of-window Loki stamps, applog and prometheus_metrics observations",
+          "[http][fact]") {
   FactServer s;
   const std::string id = s.post("/attributor", attributorInfo("job-7:cycle0:5"))["attributor_id"];
   // NVRx's own test stamps: 2026-05-01 (days before the cycle) and 0. The lines still count, as
   // evidence without a time, and the coverage says why.
-  auto early = s.post("/attributor/" + id + "/observation", observation(dmesgToLokiStreams(kDmesgA, 1'777'601'387'000'000'000)));
+  auto early = s.post("/attributor/" + id + "/observation",
+                      observation(dmesgToLokiStreams(kDmesgA, 1'777'601'387'000'000'000)));
   CHECK(early["out_of_window"] == 1);
-  CHECK(early["coverage"][0]["reason"].get<std::string>().find("outside the job's window") != std::string::npos);
-  auto zero = s.post("/attributor/" + id + "/observation", observation(dmesgToLokiStreams(kDmesgB, 0)));
+  CHECK(early["coverage"][0]["reason"].get<std::string>().find("outside the job's window") !=
+        std::string::npos);
+  auto zero =
+      s.post("/attributor/" + id + "/observation", observation(dmesgToLokiStreams(kDmesgB, 0)));
   CHECK(zero["out_of_window"] == 1);
-  CHECK(faultyNodes(s.get("/attributor/" + id + "/attribution")) == std::vector<std::string>{kNodeA});
+  CHECK(faultyNodes(s.get("/attributor/" + id + "/attribution")) ==
+        std::vector<std::string>{kNodeA});
 
   // An application log as Loki push (plain lines, {"streams": [...]} as JSON, not a string).
-  json line = json::array({std::to_string(kCycleEnd - 30 * kSec),
-                           "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"});
-  json stream{{"stream", {{"hostname", kNodeB}, {"app", "train"}}}, {"values", json::array({line})}};
+  json line = json::array(
+      {std::to_string(kCycleEnd - 30 * kSec),
+       "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"});
+  json stream{{"stream", {{"hostname", kNodeB}, {"app", "train"}}},
+              {"values", json::array({line})}};
   json app{{"context", {{"source", "applog"}, {"format", "raw_loki_streams"}}},
            {"body", {{"streams", json::array({stream})}}}};
   auto applog = s.post("/attributor/" + id + "/observation", app);
@@ -260,12 +291,13 @@ TEST_CASE("fact: hostile bodies are refused with a reason and change nothing", "
   bad["body"] = "not json";
   refused(obs, bad, "not JSON");
   bad["body"] = json::array({{{"values", json::array({json::array({"1", std::string("a\0b", 3)})})},
-                             {"stream", {{"hostname", kNodeA}}}}});
+                              {"stream", {{"hostname", kNodeA}}}}});
   refused(obs, bad, "NUL");
   bad = ok;
   bad["context"]["time_interval"] = {{"start", kEndIso}, {"end", kStartIso}};
   refused(obs, bad, "time_interval");
-  CHECK(s.post("/attributor/fact-nobody/observation", ok, 404)["error"].get<std::string>().find("unknown attributor") != std::string::npos);
+  CHECK(s.post("/attributor/fact-nobody/observation", ok, 404)["error"].get<std::string>().find(
+            "unknown attributor") != std::string::npos);
   CHECK(s.call("GET", obs, "", "r34d").status == 405);
   CHECK(s.call("POST", "/attributor/" + id + "/attribution", "", "s3cret").status == 405);
 
