@@ -244,6 +244,9 @@ int main(int argc, char** argv) {
   api_options.refusals = &refusals;
   api_options.connections = &connections;
   api_options.write_token = token;
+  // The FACT observation routes read posted log lines with the same rules (http/fact_api.h).
+  common::RuleEngine observation_rules(loaded.rules);
+  api_options.rules = &observation_rules;
   api_options.read_token = read_token;
   api_options.secure_cookie = !http_options.tls_cert_file.empty();
   api_options.agent_timeout_ns = vo.agent_timeout_ns;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregator/http/fact_api.h"
 #include "aggregator/http/web_assets.h"
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/query/query.h"
@@ -52,14 +53,16 @@ std::string splitTarget(const std::string& target, std::multimap<std::string, st
   return path;
 }
 
-namespace {
-
 // Bytes that are not UTF-8 (a query parameter echoed back, an old row) become U+FFFD: dump() would
 // throw, and the server answer 500 (found by tests/fuzz fuzz_http: GET /symptoms?node=%F2...).
 HttpResponse jsonResponse(int status, const json& body) {
   return {status, "application/json", body.dump(2, ' ', false, json::error_handler_t::replace) + "\n", {}};
 }
-HttpResponse error(int status, const std::string& why) { return jsonResponse(status, json{{"error", why}}); }
+HttpResponse errorResponse(int status, const std::string& why) { return jsonResponse(status, json{{"error", why}}); }
+
+namespace {
+
+HttpResponse error(int status, const std::string& why) { return errorResponse(status, why); }
 
 std::string param(const std::multimap<std::string, std::string>& q, const std::string& key) {
   auto it = q.find(key);
@@ -77,7 +80,11 @@ bool sameSecret(std::string_view a, std::string_view b) {
 }  // namespace
 
 Api::Api(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, ApiOptions options)
-    : store_(store), engine_(engine), metrics_(metrics), clock_(clock), options_(std::move(options)) {}
+    : store_(store), engine_(engine), metrics_(metrics), clock_(clock), options_(std::move(options)) {
+  fact_ = std::make_unique<FactApi>(store_, engine_, metrics_, clock_, options_.rules, options_.leads);
+}
+
+Api::~Api() = default;
 
 HttpResponse Api::handle(const HttpRequest& request) {
   std::multimap<std::string, std::string> query;
@@ -140,7 +147,8 @@ std::string cookieValue(std::string_view header, std::string_view name) {
 
 std::optional<HttpResponse> Api::refuseRead(const HttpRequest& request, const std::string& path,
                                             const std::multimap<std::string, std::string>& query) {
-  if (options_.read_token.empty() || path == "/healthz") return std::nullopt;
+  if (options_.read_token.empty() || path == "/healthz" || path == "/v2/healthz" || path == "/latest/v2/healthz")
+    return std::nullopt;
   const std::string_view prefix = "Bearer ";
   std::string_view auth = request.authorization;
   if (auth.substr(0, prefix.size()) == prefix &&
@@ -336,6 +344,11 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     }
   };
 
+  if (FactApi::isFactPath(parts)) {
+    if (request.method == "POST")
+      if (auto refused = refuseWrite(request)) return *refused;
+    return fact_->handle(request, parts);
+  }
   if (request.method == "POST") {
     if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end"))
       return jobEvent(request, parts[1], parts[2] == "end");

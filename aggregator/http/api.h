@@ -20,6 +20,7 @@
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
 #include "aggregator/verdicts/verdict_engine.h"
+#include "common/rule_engine.h"
 
 namespace faultline::aggregator {
 
@@ -57,13 +58,19 @@ struct ApiOptions {
   const RefusalLog* refusals = nullptr;
   // The ingest endpoint's open connections: a host whose connection closed is not live.
   const ConnectionTracker* connections = nullptr;
+  // The rules the FACT observation routes read posted log lines with (fact_api.h); null: those
+  // routes answer 503. Must outlive the Api.
+  const common::RuleEngine* rules = nullptr;
 };
+
+class FactApi;
 
 class Api {
  public:
   // `engine` may be null (then a job end does not trigger an immediate verdict). All references
   // must outlive the Api. `gauges` (may be empty) adds live values to /metrics.
   Api(Store& store, VerdictEngine* engine, Metrics& metrics, const Clock& clock, ApiOptions options);
+  ~Api();
   HttpResponse handle(const HttpRequest& request);
   // The Authorization header carries the write token (the server lets such requests send
   // larger bodies: job outputs).
@@ -105,7 +112,12 @@ class Api {
   std::string store_file_;
   std::function<nlohmann::json()> relay_status_;
   std::unique_ptr<UiReader> ui_reader_;  // opened on first use
+  std::unique_ptr<FactApi> fact_;        // NVRx's FACT client's routes (fact_api.h)
 };
+
+// A JSON answer (bytes that are not UTF-8 become U+FFFD), and {"error": why}.
+HttpResponse jsonResponse(int status, const nlohmann::json& body);
+HttpResponse errorResponse(int status, const std::string& why);
 
 // Splits "/a/b?x=1&y=%20" into the decoded path and query parameters.
 std::string splitTarget(const std::string& target, std::multimap<std::string, std::string>* query);

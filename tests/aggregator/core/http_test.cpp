@@ -7,6 +7,7 @@
 #include "aggregator/http/server.h"
 #include "aggregator/offline/bundle.h"
 #include "common/rule_engine.h"
+#include "tests/aggregator/core/api_server.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -16,44 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-// A real server on 127.0.0.1 with an ephemeral port, its io_context on a background thread.
-struct Server {
-  TempDir dir;
-  ManualClock clock{kT0};
-  std::unique_ptr<Store> store;
-  Metrics metrics;
-  std::unique_ptr<VerdictEngine> engine;
-  std::unique_ptr<Api> api;
-  boost::asio::io_context io;
-  std::unique_ptr<HttpServer> server;
-  std::thread thread;
-  std::string url;
-
-  Server() {
-    std::string error;
-    store = Store::open(dir.file("h.db"), clock, {}, &error);
-    REQUIRE(store);
-    auto rules = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
-    REQUIRE(rules.rules);
-    engine = std::make_unique<VerdictEngine>(*store, clock, rules.rules, VerdictOptions{}, &metrics);
-    api = std::make_unique<Api>(*store, engine.get(), metrics, clock, ApiOptions{"s3cret", 90 * kSec});
-    server = std::make_unique<HttpServer>(io, *api);
-    REQUIRE(server->listen("127.0.0.1", 0, &error));
-    url = "http://127.0.0.1:" + std::to_string(server->port());
-    thread = std::thread([this] { io.run(); });
-  }
-  ~Server() {
-    boost::asio::post(io, [this] { server->stop(); io.stop(); });
-    thread.join();
-  }
-  HttpResult call(const std::string& method, const std::string& target, const std::string& body = "",
-                  const std::string& token = "") {
-    std::string error;
-    auto r = httpCall(url, method, target, body, token, std::chrono::seconds(10), &error);
-    INFO(error);
-    REQUIRE(r);
-    return *r;
-  }
+// The API server (api_server.h) with a reader that checks the status.
+struct Server : ApiServer {
   json get(const std::string& target, int want = 200) {
     auto r = call("GET", target);
     INFO(target << " -> " << r.body);
