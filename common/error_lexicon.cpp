@@ -253,4 +253,23 @@ bool carriesErrorLexicon(std::string_view text) {
   return pending_countable;
 }
 
+std::vector<std::string> errorLexiconLiterals() {
+  std::vector<std::string> out;
+  auto put = [&](std::string_view w) {
+    for (const auto& o : out)
+      if (o == w) return;
+    out.emplace_back(w);
+  };
+  for (auto w : kWords) put(w);
+  // A phrase's words are all in its text; its longest is the most selective (ties: the last).
+  for (const Phrase& p : kPhrases) {
+    std::string_view longest;
+    for (size_t k = 0; k < p.n; ++k)
+      if (p.w[k].size() >= longest.size()) longest = p.w[k];
+    put(longest);
+  }
+  for (std::string_view w : {"exit", "return"}) put(w);
+  return out;
+}
+
 }  // namespace faultline::common

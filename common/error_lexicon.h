@@ -4,7 +4,9 @@
 // unusual, is decided elsewhere). Pure, no allocation, thread-safe.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace faultline::common {
 
@@ -24,5 +26,12 @@ namespace faultline::common {
 // cudaErrorNoDevice and OOMKilled all say error / killed, while "terror" and "errorless" do not.
 // "error_count=0" is a zero count.
 bool carriesErrorLexicon(std::string_view text);
+
+// Literals for a raw-byte prefilter (a caseless LiteralScanner): a text that carriesErrorLexicon
+// holds one of them as a substring, in any case. They are the lexicon's words and, for each
+// phrase, its longest word, plus "exit" / "return" for exit values. The one exception, which the
+// prefilter does not see: an exit value after a bare "rc" or after "with code|status" with
+// neither word in the text ("rc=1", "ended with status 2"). Distinct, none empty.
+std::vector<std::string> errorLexiconLiterals();
 
 }  // namespace faultline::common

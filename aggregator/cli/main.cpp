@@ -48,7 +48,7 @@ std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::str
 }
 
 int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
-                 size_t systemic, const std::string& html) {
+                 size_t systemic, const std::string& html, const std::vector<std::string>& baselines) {
   if (!html.empty() && bundles.size() != 1) {
     std::fprintf(stderr, "faultline: --html takes exactly one bundle\n");
     return 2;
@@ -60,7 +60,7 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   nlohmann::json all = nlohmann::json::array();
   for (const auto& b : bundles) {
     std::string error;
-    auto d = offline::attributeBundle(b, engine, &error, opts);
+    auto d = offline::attributeBundle(b, engine, &error, opts, baselines);
     if (!d) {
       std::fprintf(stderr, "faultline: %s\n", error.c_str());
       rc = 2;
@@ -222,6 +222,10 @@ int main(int argc, char** argv) {
   std::string html;
   attribute->add_option("--html", html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
   attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
+  std::vector<std::string> baselines;
+  attribute->add_option("--baseline", baselines,
+                        "bundle of a good run of the same workload (repeatable): error lines it printed too are "
+                        "not listed as unrecognized");
 
   auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
   rules->require_subcommand(1);
@@ -266,7 +270,7 @@ int main(int argc, char** argv) {
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, baselines);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);

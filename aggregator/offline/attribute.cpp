@@ -6,10 +6,36 @@
 
 namespace faultline::offline {
 
+std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
+    const Bundle& bundle, const common::RuleEngine& engine, const std::vector<std::string>& baselines,
+    std::string* error, common::UnusualContext* context_out) {
+  common::UnusualContext ctx;
+  ctx.covered = bundle.covered_by_kind;
+  ctx.start_ns = bundle.job.start_ns;
+  ctx.end_ns = bundle.job.end_ns;
+  for (const auto& dir : baselines) {
+    std::string why;
+    auto good = loadBundle(dir, engine, &why);
+    if (!good) {
+      *error = "baseline " + why;
+      return std::nullopt;
+    }
+    ctx.has_baseline = true;
+    for (const auto& t : good->unmatched) ctx.baseline.push_back(t.text);
+  }
+  auto lines = common::findFailureIndicating(bundle.unmatched, ctx);
+  if (context_out) *context_out = std::move(ctx);
+  return lines;
+}
+
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
-                                                 std::string* error, const common::CorrelatorOptions& options) {
+                                                 std::string* error, const common::CorrelatorOptions& options,
+                                                 const std::vector<std::string>& baselines) {
   auto bundle = loadBundle(dir, engine, error);
   if (!bundle) return std::nullopt;
+  common::UnusualContext unusual;
+  auto unrecognized = failureIndicatingLines(*bundle, engine, baselines, error, &unusual);
+  if (!unrecognized) return std::nullopt;
   // Symptoms cross the same Cap'n Proto encoding the agents use, so offline and online verdicts
   // see identical data.
   std::map<std::string, common::SymptomBatchData> batches;
@@ -46,6 +72,11 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
       with_facts.covered_nodes->insert(c.node);
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);
+  d.unrecognized = std::move(*unrecognized);
+  d.divergent_node = common::divergentNode(d.unrecognized, bundle->job.nodes, unusual, d);
+  if (d.divergent_node)
+    d.explanation += (d.explanation.empty() ? "" : " ") + std::string("A lead, not a verdict: ") +
+                     d.divergent_node->why + ".";
   return d;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "aggregator/offline/bundle.h"
 #include "common/correlator.h"
@@ -12,8 +13,19 @@
 
 namespace faultline::offline {
 
+// `baselines`: bundles of the same workload's good runs (`--baseline`): templates their logs hold
+// are not unusual in this one (Diagnosis::unrecognized, common/unrecognized.h). An unreadable
+// baseline is an error.
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
                                                  std::string* error,
-                                                 const common::CorrelatorOptions& options = {});
+                                                 const common::CorrelatorOptions& options = {},
+                                                 const std::vector<std::string>& baselines = {});
+
+// The failure-indicating lines of a loaded bundle (what `attribute` puts in `unrecognized` and
+// `rules suggest` turns into skeletons), judged against the baselines' templates. Loads each
+// baseline; nullopt with *error set when one cannot be read.
+std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
+    const Bundle& bundle, const common::RuleEngine& engine, const std::vector<std::string>& baselines,
+    std::string* error, common::UnusualContext* context_out = nullptr);
 
 }  // namespace faultline::offline

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error_lexicon.h"
 #include "common/journal/journal_file_reader.h"
 #include "common/symptom_aggregator.h"
 
@@ -111,14 +112,27 @@ int formatOrder(LogFormat f) {
   }
 }
 
+// The error lexicon's words as a caseless raw-byte prefilter (ParseOptions::error_words); built
+// once, immutable, shared by every parser. Null when Vectorscan refuses it (then only records
+// with a rule literal reach the miner).
+std::shared_ptr<const common::LiteralScanner> errorWordScanner() {
+  static const std::shared_ptr<const common::LiteralScanner> scanner = [] {
+    std::string error;
+    return common::LiteralScanner::build(common::errorLexiconLiterals(), &error, /*caseless=*/true);
+  }();
+  return scanner;
+}
+
 struct FileScan {
   FileScan(const common::RuleEngine& e, common::MatchContext c, common::SymptomAggregator* a,
-           std::vector<Symptom>* d)
-      : engine(e), ctx(std::move(c)), agg(a), direct(d) {}
+           std::vector<Symptom>* d, common::UnmatchedLines* u = nullptr, std::string sole = {})
+      : engine(e), ctx(std::move(c)), agg(a), direct(d), unmatched(u), sole_node(std::move(sole)) {}
   const common::RuleEngine& engine;
   common::MatchContext ctx;
   common::SymptomAggregator* agg;
   std::vector<Symptom>* direct;  // when not aggregating
+  common::UnmatchedLines* unmatched;  // records no rule matched go here, when set
+  std::string sole_node;              // a one-node job's node: where job-wide lines belong
   // Boot-time evidence: UTC time minus time since boot, from records that have both.
   std::optional<int64_t> boot_estimate;
 
@@ -127,10 +141,25 @@ struct FileScan {
     // could put an echo of a fault minutes before the fault itself.
     if (rec.time_known && rec.monotonic_ns >= 0 && !boot_estimate)
       boot_estimate = rec.time_ns - rec.monotonic_ns;
-    auto s = engine.extract(rec, ctx);
-    if (!s) return;
+    std::optional<Symptom> s;
+    if (!rec.rule_literals_absent) s = engine.extract(rec, ctx);
+    if (!s) {
+      if (unmatched) unmatched->add(rec, nodeOf(rec));
+      return;
+    }
     if (agg) agg->add(std::move(*s));
     else direct->push_back(std::move(*s));
+  }
+
+  // The node a record no rule matched was read from: the file's, else its rank's, else the
+  // one-node job's; "" when unknown.
+  std::string nodeOf(const LogRecord& rec) const {
+    if (!ctx.node.empty()) return ctx.node;
+    if (rec.rank >= 0 && ctx.node_of_rank) {
+      std::string n = ctx.node_of_rank(rec.rank);
+      if (!n.empty()) return n;
+    }
+    return sole_node;
   }
 };
 
@@ -141,6 +170,7 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   CoverageEntry cov;
   cov.source = path;
   cov.format = std::string(common::formatName(format));
+  if (scan.unmatched) scan.unmatched->beginSource(scan.ctx.kind);
   if (format == LogFormat::kJournalBinary) {
     auto r = common::readJournalFiles({path}, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
     cov.records = r.entries;
@@ -149,12 +179,14 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
       cov.status = r.entries ? "partial" : "error";
       cov.reason = r.error;
     }
+    if (scan.unmatched) scan.unmatched->endSource(r.entries);
     return cov;
   }
   // The rules' literals are searched over the raw bytes first: only records holding one (and the
   // first with both clocks, for boot_estimate) reach onRecord; all are parsed and counted.
   common::ParseOptions fast = popts;
   fast.literals = scan.engine.literalScanner();
+  if (scan.unmatched) fast.error_words = errorWordScanner();
   auto parser = common::makeStreamParser(format, fast, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -178,6 +210,7 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   ::close(fd);
   parser->finish();
   const auto& rep = parser->report();
+  if (scan.unmatched) scan.unmatched->endSource(rep.lines);
   cov.records = rep.records;
   cov.skipped = rep.skipped;
   if (rep.local_stamps > 0) {
@@ -350,6 +383,10 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
   const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "first_run.json", "README.md", "node.json"};
 
   common::SymptomAggregator agg(options.aggregation_window_ns);
+  std::optional<common::UnmatchedLines> unmatched;
+  if (options.mine_unmatched) unmatched.emplace(options.unmatched);
+  common::UnmatchedLines* um = unmatched ? &*unmatched : nullptr;
+  const std::string sole_node = b.job.nodes.size() == 1 ? b.job.nodes.front() : std::string();
 
   // Node-local stamps of nodes whose node.json names no zone are read in the job's zone, if the
   // job states one, else as UTC; the coverage entry of each such file says which.
@@ -396,9 +433,11 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       popts.default_year = default_year;
       popts.local_zone = info.zone ? info.zone : job_zone;
       popts.known_hosts = job_hosts;
-      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr};
+      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr, um};
       auto cov = scanOne(path, format, popts, scan, options.read_chunk, info.zone ? info.zone_source : job_zone_note);
       cov.node = node;
+      if (cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
+        b.covered_by_kind[common::sourceKindOf(format)].insert(node);
       if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
       b.coverage.push_back(std::move(cov));
     }
@@ -414,7 +453,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     popts.known_hosts = job_hosts;
     const common::JobInfo& job = b.job;
     FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
-                  &agg, nullptr};
+                  &agg, nullptr, um, sole_node};
     auto cov = scanOne(f, format, popts, scan, options.read_chunk, job_zone_note);
     b.coverage.push_back(std::move(cov));
   }
@@ -423,6 +462,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
   b.symptoms = agg.drainAll();
   annotateDevices(b.symptoms, b.nodes, b.job.nodes);
+  if (unmatched) b.unmatched = unmatched->templates();
   return b;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "common/rule_engine.h"
 #include "common/parse/stream_parser.h"
 #include "common/symptom.h"
+#include "common/unrecognized.h"
 
 namespace faultline::offline {
 
@@ -50,12 +52,20 @@ struct Bundle {
   std::vector<common::Symptom> symptoms;  // aggregated per (rule, node, device, boot)
   std::vector<common::CoverageEntry> coverage;
   std::map<std::string, NodeInfo> nodes;
+  // Issue 30: the templates of the error lines no rule matched (BundleOptions::mine_unmatched),
+  // and which nodes have logs of which kind (a file of that kind with records).
+  std::vector<common::TemplateSighting> unmatched;
+  std::map<common::SourceKind, std::set<std::string>> covered_by_kind;
 };
 
 struct BundleOptions {
   int64_t aggregation_window_ns = 300'000'000'000;
   size_t read_chunk = 64 << 10;
   std::string zoneinfo_dir = "/usr/share/zoneinfo";  // the tz database (tzdata)
+  // Records holding an error word that no rule matched go to one template miner for the whole
+  // bundle (Bundle::unmatched); the parsers then also hand on records with an error-lexicon word.
+  bool mine_unmatched = true;
+  common::UnmatchedLinesOptions unmatched;
 };
 
 // A zone from a tz database name ("Europe/Berlin", read from `zoneinfo_dir`), an offset

@@ -36,14 +36,14 @@ int onId(unsigned id, unsigned long long, unsigned long long, unsigned, void* ct
 
 // Literal i gets ids[i].
 hs_database_t* compile(const std::vector<std::string>& lits, std::vector<unsigned> ids, unsigned mode,
-                       std::string* error) {
+                       std::string* error, unsigned flag = 0) {
   std::vector<const char*> exprs;
   std::vector<size_t> lens;
   std::vector<unsigned> flags;
   for (size_t i = 0; i < lits.size(); ++i) {
     exprs.push_back(lits[i].data());
     lens.push_back(lits[i].size());
-    flags.push_back(0);
+    flags.push_back(flag);
   }
   hs_database_t* db = nullptr;
   hs_compile_error_t* err = nullptr;
@@ -74,7 +74,7 @@ struct ThreadScratch {
 }  // namespace
 
 std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<std::string>& literals,
-                                                            std::string* error) {
+                                                            std::string* error, bool caseless) {
   for (const auto& l : literals) {
     if (l.empty()) {
       *error = "empty prefilter literal";
@@ -102,7 +102,7 @@ std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<st
   s->count_ = literals.size();
   s->literals_ = literals;
   s->serial_ = next_serial.fetch_add(1);
-  s->stream_db_ = compile(all, std::move(ids), HS_MODE_STREAM, error);
+  s->stream_db_ = compile(all, std::move(ids), HS_MODE_STREAM, error, caseless ? HS_FLAG_CASELESS : 0u);
   if (!s->stream_db_) return nullptr;
   if (hs_alloc_scratch(s->stream_db_, &s->proto_scratch_) != HS_SUCCESS) {
     *error = "vectorscan: cannot allocate scratch space";

@@ -32,9 +32,10 @@ class LiteralScanner {
  public:
   // Compiles the literals; literal i gets id i (pass them distinct and non-empty). Null with
   // *error set when a literal cannot be used (empty, a control byte or '?' in it) or Vectorscan
-  // refuses the set.
+  // refuses the set. `caseless`: a literal matches in any ASCII case (the error lexicon's words,
+  // ParseOptions::error_words); the rules' literals are case-sensitive.
   static std::shared_ptr<const LiteralScanner> build(const std::vector<std::string>& literals,
-                                                     std::string* error);
+                                                     std::string* error, bool caseless = false);
   ~LiteralScanner();
   LiteralScanner(const LiteralScanner&) = delete;
   LiteralScanner& operator=(const LiteralScanner&) = delete;
