@@ -34,6 +34,10 @@ void UnmatchedLines::add(const LogRecord& record, std::string_view node) {
       t.first_node.assign(node);
     }
     ++t.count;
+    if (t.examples.size() < options_.max_examples) {
+      std::string_view cut = line.substr(0, options_.max_line_bytes);
+      if (std::find(t.examples.begin(), t.examples.end(), cut) == t.examples.end()) t.examples.emplace_back(cut);
+    }
     if (record.time_known && (!t.time_known || record.time_ns < t.first_ns)) {
       t.time_known = true;
       t.first_ns = record.time_ns;

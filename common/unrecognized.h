@@ -34,6 +34,7 @@ struct TemplateSighting {
   std::string text;        // the template's final text
   uint64_t count = 0;      // lines that joined it
   std::string first_line;  // the first line that joined it
+  std::vector<std::string> examples;  // up to max_examples distinct lines, first ones first
   std::string first_node;
   bool time_known = false;
   int64_t first_ns = 0;    // its earliest timed line
@@ -53,7 +54,8 @@ struct UnmatchedLinesOptions {
   }();
   size_t max_nodes = 256;       // node names kept per template
   size_t tail_lines = 200;      // a file's last lines: where a line is "new at the end"
-  size_t max_line_bytes = 512;  // first lines cut here
+  size_t max_line_bytes = 512;  // first lines and examples cut here
+  size_t max_examples = 3;      // distinct lines kept per template
 };
 
 class UnmatchedLines {

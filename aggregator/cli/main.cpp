@@ -108,6 +108,20 @@ int cmdRulesCheck(const std::vector<std::string>& dirs) {
   return 0;
 }
 
+// Prints the failure-indicating templates of the bundles as rule skeletons; writes nothing.
+int cmdRulesSuggest(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles,
+                    const std::vector<std::string>& baselines) {
+  common::RuleEngine engine(loadRulesOrDie(rule_dirs));
+  std::string error;
+  auto yaml = offline::suggestRules(bundles, baselines, engine, &error);
+  if (!yaml) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    return 2;
+  }
+  std::cout << *yaml;
+  return 0;
+}
+
 int cmdRulesList(const std::vector<std::string>& dirs, bool patterns) {
   auto rules = loadRulesOrDie(dirs);
   for (const auto& r : rules->rules) {
@@ -236,6 +250,13 @@ int main(int argc, char** argv) {
   bool patterns = false;
   list->add_flag("--patterns", patterns, "print only the expanded patterns, one per line");
 
+  auto* suggest = rules->add_subcommand(
+      "suggest", "print the error lines no rule matched in bundles as YAML rule skeletons (writes nothing)");
+  std::vector<std::string> suggest_bundles, suggest_baselines;
+  suggest->add_option("bundle", suggest_bundles, "bundle directories")->required();
+  suggest->add_option("--baseline", suggest_baselines,
+                      "bundle of a good run (repeatable): lines it printed too are not suggested");
+
   auto* scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
   std::vector<std::string> files;
   bool quiet = false, raw = false;
@@ -273,6 +294,7 @@ int main(int argc, char** argv) {
   if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, baselines);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
+  if (*suggest) return cmdRulesSuggest(rule_dirs, suggest_bundles, suggest_baselines);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "common/rule_skeleton.h"
 #include "common/wire.h"
 
 namespace faultline::offline {
@@ -78,6 +79,43 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
     d.explanation += (d.explanation.empty() ? "" : " ") + std::string("A lead, not a verdict: ") +
                      d.divergent_node->why + ".";
   return d;
+}
+
+std::optional<std::string> suggestRules(const std::vector<std::string>& bundles,
+                                        const std::vector<std::string>& baselines,
+                                        const common::RuleEngine& engine, std::string* error) {
+  std::vector<common::RuleSkeletonInput> skeletons;
+  for (const auto& dir : bundles) {
+    auto bundle = loadBundle(dir, engine, error);
+    if (!bundle) return std::nullopt;
+    auto lines = failureIndicatingLines(*bundle, engine, baselines, error);
+    if (!lines) return std::nullopt;
+    for (const auto& u : *lines) {
+      common::RuleSkeletonInput r;
+      r.template_text = u.template_text;
+      r.nodes = u.nodes;
+      r.count = u.count;
+      r.why = u.why;
+      r.source = dir;
+      r.examples = {u.first_line};
+      for (const auto& t : bundle->unmatched) {
+        if (t.text != u.template_text) continue;
+        r.examples = t.examples;
+        for (auto k : t.kinds) r.sources += (r.sources.empty() ? "" : ", ") + std::string(common::sourceKindName(k));
+        break;
+      }
+      skeletons.push_back(std::move(r));
+    }
+  }
+  std::vector<std::string> header = {
+      "faultline rules suggest: the error lines no rule matched, as rule skeletons (docs/rules.md).",
+      "A starting point, not a rule: decide every TODO (docs/taxonomy.md for sub_domain and role),",
+      "tighten the pattern, add no_match lines, then add the rule to a pack under rules/ yourself.",
+  };
+  for (const auto& b : bundles) header.push_back("bundle: " + b);
+  for (const auto& b : baselines) header.push_back("baseline (lines it printed are left out): " + b);
+  if (skeletons.empty()) header.push_back("no failure-indicating line was left unmatched");
+  return common::ruleSkeletonsYaml(skeletons, header);
 }
 
 }  // namespace faultline::offline

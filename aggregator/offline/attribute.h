@@ -28,4 +28,11 @@ std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
     const Bundle& bundle, const common::RuleEngine& engine, const std::vector<std::string>& baselines,
     std::string* error, common::UnusualContext* context_out = nullptr);
 
+// `faultline rules suggest`: the failure-indicating lines of `bundles` (judged against
+// `baselines`) as YAML rule skeletons (common/rule_skeleton.h), with the bundles named. Writes
+// nothing. nullopt with *error set when a bundle or baseline cannot be read.
+std::optional<std::string> suggestRules(const std::vector<std::string>& bundles,
+                                        const std::vector<std::string>& baselines,
+                                        const common::RuleEngine& engine, std::string* error);
+
 }  // namespace faultline::offline
