@@ -331,12 +331,12 @@ std::shared_ptr<const common::TimeZone> systemTimeZone(const std::string& path) 
 }
 
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
-                    const common::ParseOptions* parse_options, bool aggregate) {
+                    const common::ParseOptions* parse_options, bool aggregate, common::UnmatchedLines* unmatched) {
   ScanResult result;
   common::SymptomAggregator agg;
   LogFormat format = detectFile(path);
   FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, aggregate ? &agg : nullptr,
-                &result.symptoms};
+                &result.symptoms, unmatched};
   common::ParseOptions popts = parse_options ? *parse_options : common::ParseOptions{};
   result.coverage = scanOne(path, format, popts, scan, 256 << 10);
   result.coverage.node = node;

@@ -88,8 +88,11 @@ struct ScanResult {
   std::vector<common::Symptom> symptoms;
   common::CoverageEntry coverage;
 };
+// `unmatched`: when set, records holding an error word that no rule matched go there too (as in
+// loadBundle; the benchmark measures that cost).
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
-                    const common::ParseOptions* parse_options = nullptr, bool aggregate = true);
+                    const common::ParseOptions* parse_options = nullptr, bool aggregate = true,
+                    common::UnmatchedLines* unmatched = nullptr);
 
 // One job-wide log (the job's output file) read as loadBundle reads it: format detected, ranks
 // placed on nodes through `node_of_rank` (may be empty), identical symptoms merged within the
