@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <unordered_set>
 
 namespace faultline::common {
 
@@ -105,6 +106,22 @@ constexpr Phrase kPhrases[] = {
     {{"non", "recoverable"}, 2},
     {{"null", "pointer"}, 2},
 };
+
+// The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
+// up, not compared with every entry (the template layer calls this on every unmatched record).
+// Built on first use, immutable after, so safe to share between threads.
+struct Index {
+  std::unordered_set<std::string_view> words;
+  std::unordered_set<std::string_view> phrase_ends;
+  Index() {
+    for (auto w : kWords) words.insert(w);
+    for (const Phrase& p : kPhrases) phrase_ends.insert(p.w[p.n - 1]);
+  }
+};
+const Index& index() {
+  static const Index idx;
+  return idx;
+}
 
 template <size_t N>
 bool in(const std::string_view (&set)[N], std::string_view w) {
@@ -223,17 +240,20 @@ bool carriesErrorLexicon(std::string_view text) {
     std::string_view v = w.variable ? kVariable : w.view();
     std::string_view prev = seen >= 2 ? (back(1).variable ? kVariable : back(1).view()) : std::string_view();
 
-    for (const Phrase& p : kPhrases) {
-      if (p.n > seen || p.w[p.n - 1] != v) continue;
-      bool all = true;
-      for (size_t k = 1; k < p.n && all; ++k) {
-        const Word& b = back(k);
-        all = !b.variable && b.view() == p.w[p.n - 1 - k];
+    const Index& idx = index();
+    if (idx.phrase_ends.count(v)) {
+      for (const Phrase& p : kPhrases) {
+        if (p.n > seen || p.w[p.n - 1] != v) continue;
+        bool all = true;
+        for (size_t k = 1; k < p.n && all; ++k) {
+          const Word& b = back(k);
+          all = !b.variable && b.view() == p.w[p.n - 1 - k];
+        }
+        if (all) return true;
       }
-      if (all) return true;
     }
     if (exitValueFollows(prev, v)) pending_exit = true;
-    if (!in(kWords, v)) continue;
+    if (!idx.words.count(v)) continue;
     // "no error", "without errors", "0 errors"; a zero before a singular word is not a count
     // ("QID 0 timeout").
     bool plural = v.back() == 's';
@@ -261,12 +281,14 @@ std::vector<std::string> errorLexiconLiterals() {
     out.emplace_back(w);
   };
   for (auto w : kWords) put(w);
-  // A phrase's words are all in its text; its longest is the most selective (ties: the last).
+  // A phrase as it is usually written: its words joined by one space, or by '-' ("read-only",
+  // "non-zero"). Its single words ("file", "found", "memory") are in most lines of a log.
   for (const Phrase& p : kPhrases) {
-    std::string_view longest;
-    for (size_t k = 0; k < p.n; ++k)
-      if (p.w[k].size() >= longest.size()) longest = p.w[k];
-    put(longest);
+    for (char sep : {' ', '-'}) {
+      std::string phrase;
+      for (size_t k = 0; k < p.n; ++k) (phrase += k ? std::string(1, sep) : std::string()) += p.w[k];
+      put(phrase);
+    }
   }
   for (std::string_view w : {"exit", "return"}) put(w);
   return out;

@@ -1,7 +1,8 @@
 // The error lexicon: whether a log template (or a raw message) says that something went wrong.
 //
 // One half of issue 30's "failure-indicating line" (the other half, that the template is
-// unusual, is decided elsewhere). Pure, no allocation, thread-safe.
+// unusual, is decided elsewhere). Pure and thread-safe; the only allocation is its word index,
+// built once on first use.
 #pragma once
 
 #include <string>
@@ -28,10 +29,11 @@ namespace faultline::common {
 bool carriesErrorLexicon(std::string_view text);
 
 // Literals for a raw-byte prefilter (a caseless LiteralScanner): a text that carriesErrorLexicon
-// holds one of them as a substring, in any case. They are the lexicon's words and, for each
-// phrase, its longest word, plus "exit" / "return" for exit values. The one exception, which the
-// prefilter does not see: an exit value after a bare "rc" or after "with code|status" with
-// neither word in the text ("rc=1", "ended with status 2"). Distinct, none empty.
+// nearly always holds one of them as a substring, in any case. They are the lexicon's words, its
+// phrases with their words joined by one space or by '-', and "exit" / "return" for exit values.
+// Not seen by the prefilter: a phrase written with another separator ("not_found", two spaces,
+// a line break) and an exit value after a bare "rc" or "with code|status" ("rc=1", "ended with
+// status 2"). Distinct, none empty.
 std::vector<std::string> errorLexiconLiterals();
 
 }  // namespace faultline::common

@@ -25,7 +25,7 @@ void UnmatchedLines::add(const LogRecord& record, std::string_view node) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    if (line.empty() || !carriesErrorLexicon(line)) continue;
+    if (line.empty() || !errorLine(line)) continue;
     const TemplateId id = miner_.add(line);
     auto [it, fresh] = side_.try_emplace(id);
     TemplateSighting& t = it->second.seen;
@@ -54,6 +54,27 @@ void UnmatchedLines::add(const LogRecord& record, std::string_view node) {
     for (auto it = side_.begin(); it != side_.end();)
       it = miner_.find(it->first) ? std::next(it) : side_.erase(it);
   }
+}
+
+bool UnmatchedLines::errorLine(std::string_view line) {
+  if (line.size() > 512) return carriesErrorLexicon(line);
+  memo_key_.clear();
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] < '0' || line[i] > '9') {
+      memo_key_ += line[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
+    memo_key_ += (j - i == 1 && line[i] == '0') ? '0' : '1';
+    i = j;
+  }
+  auto it = lexicon_memo_.find(memo_key_);
+  if (it != lexicon_memo_.end()) return it->second;
+  if (lexicon_memo_.size() >= kMaxMemo) lexicon_memo_.clear();
+  const bool yes = carriesErrorLexicon(line);
+  lexicon_memo_.emplace(memo_key_, yes);
+  return yes;
 }
 
 void UnmatchedLines::endSource(uint64_t last_line) {

@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/diagnosis.h"
@@ -81,6 +82,13 @@ class UnmatchedLines {
     TemplateSighting seen;
     uint64_t source = 0;  // the source of the latest sighting (to find a file's first per template)
   };
+  // carriesErrorLexicon of a line, keyed by the line with each digit run but a lone "0" made "1":
+  // the lexicon only tells zero from non-zero numbers, and lines of one shape repeat. Bounded
+  // (emptied at kMaxMemo entries).
+  bool errorLine(std::string_view line);
+  static constexpr size_t kMaxMemo = 1 << 16;
+  std::unordered_map<std::string, bool> lexicon_memo_;
+  std::string memo_key_;
   Options options_;
   TemplateMiner miner_;
   std::map<TemplateId, Side> side_;
