@@ -1,5 +1,6 @@
 #include "common/error_lexicon.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <unordered_set>
@@ -273,25 +274,35 @@ bool carriesErrorLexicon(std::string_view text) {
   return pending_countable;
 }
 
-std::vector<std::string> errorLexiconLiterals() {
-  std::vector<std::string> out;
-  auto put = [&](std::string_view w) {
-    for (const auto& o : out)
-      if (o == w) return;
-    out.emplace_back(w);
-  };
-  for (auto w : kWords) put(w);
-  // A phrase as it is usually written: its words joined by one space, or by '-' ("read-only",
-  // "non-zero"). Its single words ("file", "found", "memory") are in most lines of a log.
-  for (const Phrase& p : kPhrases) {
-    for (char sep : {' ', '-'}) {
-      std::string phrase;
-      for (size_t k = 0; k < p.n; ++k) (phrase += k ? std::string(1, sep) : std::string()) += p.w[k];
-      put(phrase);
-    }
+std::vector<LiteralScanner::Expression> errorLexiconExpressions() {
+  // Words with a shorter word of the list as their start add nothing ("err" finds "errors"):
+  // a hit only says "look at this line".
+  std::vector<std::string_view> words(std::begin(kWords), std::end(kWords));
+  words.push_back("exit");
+  words.push_back("return");
+  std::vector<std::string_view> starts;
+  for (auto w : words) {
+    bool covered = false;
+    for (auto o : words) covered = covered || (o.size() < w.size() && w.substr(0, o.size()) == o);
+    if (!covered && std::find(starts.begin(), starts.end(), w) == starts.end()) starts.push_back(w);
   }
-  for (std::string_view w : {"exit", "return"}) put(w);
-  return out;
+  // Three expressions (one automaton each is cheaper per byte than one per word): the words in
+  // lower or upper case at a word start, capitalized anywhere, and the phrases in any case.
+  std::string at_start, capitalized, phrases;
+  for (auto w : starts) {
+    std::string upper(w), cap(w);
+    for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    cap[0] = upper[0];
+    ((at_start += at_start.empty() ? "" : "|") += std::string(w)) += "|" + upper;
+    (capitalized += capitalized.empty() ? "" : "|") += cap;
+  }
+  for (const Phrase& p : kPhrases) {
+    phrases += phrases.empty() ? "" : "|";
+    for (size_t k = 0; k < p.n; ++k) (phrases += k ? "[ -]" : "") += std::string(p.w[k]);
+  }
+  return {{"(?:^|[^A-Za-z0-9])(?:" + at_start + ")", false},
+          {"(?:" + capitalized + ")", false},
+          {"(?:^|[^A-Za-z0-9])(?:" + phrases + ")", true}};
 }
 
 }  // namespace faultline::common

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/parse/literal_scan.h"
+
 namespace faultline::common {
 
 // True when `text` holds, as whole words and in any case, one of the lexicon's words or phrases:
@@ -28,12 +30,16 @@ namespace faultline::common {
 // "error_count=0" is a zero count.
 bool carriesErrorLexicon(std::string_view text);
 
-// Literals for a raw-byte prefilter (a caseless LiteralScanner): a text that carriesErrorLexicon
-// nearly always holds one of them as a substring, in any case. They are the lexicon's words, its
-// phrases with their words joined by one space or by '-', and "exit" / "return" for exit values.
-// Not seen by the prefilter: a phrase written with another separator ("not_found", two spaces,
-// a line break) and an exit value after a bare "rc" or "with code|status" ("rc=1", "ended with
-// status 2"). Distinct, none empty.
-std::vector<std::string> errorLexiconLiterals();
+// Expressions for a raw-byte prefilter (LiteralScanner::buildExpressions): a text that
+// carriesErrorLexicon nearly always holds a match. Three: the lexicon's words (and "exit",
+// "return" for exit values) in lower or upper case at a word start (after a byte that is no
+// letter or digit, or at a line start); the same words capitalized anywhere (RuntimeError,
+// OOMKilled); the phrases in any case, their words joined by one space or '-' ("read-only"). A
+// word that starts with another of the list is left to that one ("err" finds "errors"). A word
+// inside another ("default", "debug", "install") is no match, which keeps the lines that reach
+// the lexicon few. Not seen: mixed case other than capitalized ("eRRor"), a phrase written with
+// another separator ("not_found", two spaces, a line break), an exit value after a bare "rc" or
+// "with code|status" ("rc=1", "ended with status 2").
+std::vector<LiteralScanner::Expression> errorLexiconExpressions();
 
 }  // namespace faultline::common

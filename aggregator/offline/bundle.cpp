@@ -112,13 +112,13 @@ int formatOrder(LogFormat f) {
   }
 }
 
-// The error lexicon's words as a caseless raw-byte prefilter (ParseOptions::error_words); built
+// The error lexicon's words as a raw-byte prefilter (ParseOptions::error_words); built
 // once, immutable, shared by every parser. Null when Vectorscan refuses it (then only records
 // with a rule literal reach the miner).
 std::shared_ptr<const common::LiteralScanner> errorWordScanner() {
   static const std::shared_ptr<const common::LiteralScanner> scanner = [] {
     std::string error;
-    return common::LiteralScanner::build(common::errorLexiconLiterals(), &error, /*caseless=*/true);
+    return common::LiteralScanner::buildExpressions(common::errorLexiconExpressions(), &error);
   }();
   return scanner;
 }

@@ -32,10 +32,20 @@ class LiteralScanner {
  public:
   // Compiles the literals; literal i gets id i (pass them distinct and non-empty). Null with
   // *error set when a literal cannot be used (empty, a control byte or '?' in it) or Vectorscan
-  // refuses the set. `caseless`: a literal matches in any ASCII case (the error lexicon's words,
-  // ParseOptions::error_words); the rules' literals are case-sensitive.
+  // refuses the set.
   static std::shared_ptr<const LiteralScanner> build(const std::vector<std::string>& literals,
-                                                     std::string* error, bool caseless = false);
+                                                     std::string* error);
+
+  // The same search over regular expressions (Vectorscan syntax, '^' at every line start),
+  // expression i with id i, each caseless or not: the error lexicon's words at a word start
+  // (ParseOptions::error_words), which no literal can say. literals() returns the expressions.
+  // Not for the rules' literals: nothing here checks that a hit in the bytes is one in the text.
+  struct Expression {
+    std::string regex;
+    bool caseless = false;
+  };
+  static std::shared_ptr<const LiteralScanner> buildExpressions(const std::vector<Expression>& expressions,
+                                                                std::string* error);
   ~LiteralScanner();
   LiteralScanner(const LiteralScanner&) = delete;
   LiteralScanner& operator=(const LiteralScanner&) = delete;

@@ -214,20 +214,29 @@ TEST_CASE("unrecognized lines and the lead survive JSON, old documents read with
 
 TEST_CASE("error-word prefilter: every lexicon line holds a literal, the parser hands such lines on",
           "[unrecognized][lexicon]") {
-  auto lits = errorLexiconLiterals();
   std::string error;
-  auto scanner = LiteralScanner::build(lits, &error, /*caseless=*/true);
+  auto scanner = LiteralScanner::buildExpressions(errorLexiconExpressions(), &error);
   INFO(error);
   REQUIRE(scanner);
   for (const char* line : {"RuntimeError: CUDA error", "OOMKilled", "Segmentation fault (core dumped)",
                            "NET/IB : Got completion from peer with error 12", "Connection timed out",
                            "nfs: server h not responding", "srun: error: task 3: Exited with exit code 1",
-                           "CUDA_ERROR_INVALID_VALUE", "Stale file handle", "returncode 3"}) {
+                           "CUDA_ERROR_INVALID_VALUE", "Stale file handle", "returncode 3", "cudaErrorNoDevice",
+                           "file system is read-only", "FATAL: x", "task exited with exit status 2"}) {
     INFO(line);
     REQUIRE(carriesErrorLexicon(line));
     std::vector<int> ids;
     REQUIRE(scanner->literalsIn(line, &ids));
     CHECK_FALSE(ids.empty());
+  }
+  // A lexicon word inside another word is not a hit: these lines never reach the lexicon.
+  for (const char* line : {"profile=\"docker-default\" name=x", "enable debug output", "install done",
+                           "lowering kernel.perf_event_max_sample_rate"}) {
+    INFO(line);
+    CHECK_FALSE(carriesErrorLexicon(line));
+    std::vector<int> ids;
+    REQUIRE(scanner->literalsIn(line, &ids));
+    CHECK(ids.empty());
   }
   // The parser: rules' literal "Xid" and the error words; a line with neither is not handed on,
   // a line with only an error word is, marked so the engine may skip it.
