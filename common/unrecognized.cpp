@@ -151,8 +151,14 @@ bool sameTemplate(std::string_view a, std::string_view b) {
 
 std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSighting>& templates,
                                                     const UnusualContext& ctx) {
-  // The temporal window's end: the job's, else the latest timed line.
+  // The temporal window's end: the job's, or where its logs stop when that is earlier (a hang
+  // killed at its time limit), else the latest timed line.
   int64_t end = ctx.end_ns;
+  bool job_end = end != 0;
+  if (ctx.last_line_ns > 0 && (end == 0 || ctx.last_line_ns < end)) {
+    end = ctx.last_line_ns;
+    job_end = false;
+  }
   if (end == 0)
     for (const auto& t : templates)
       if (t.time_known) end = std::max(end, t.first_ns);
@@ -185,7 +191,7 @@ std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSi
     }
     if (t.time_known && end > 0 && t.first_ns >= end - window) {
       u.why.push_back(fmt::format("temporal: first seen {} before the {}", seconds(end - t.first_ns),
-                                  ctx.end_ns ? "job's end" : "last line"));
+                                  job_end ? "job's end" : "last line"));
       r.score += 1;
     } else if (!t.time_known && !t.early) {
       u.why.push_back("temporal: new in the last lines of its log");

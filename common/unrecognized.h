@@ -105,6 +105,9 @@ struct UnusualContext {
   // The job's end (UTC ns) when known, else 0: the temporal window ends there.
   int64_t end_ns = 0;
   int64_t start_ns = 0;  // when known, else 0 (sizes the window)
+  // The latest timed line read (any line the parsers handed on), else 0: when the logs stop
+  // before the job's end (a hang killed at its time limit), the window ends there instead.
+  int64_t last_line_ns = 0;
   // Template texts of the same workload's good runs (cross-job), mined with the same options;
   // empty when no baseline was given.
   std::vector<std::string> baseline;
@@ -118,10 +121,11 @@ struct UnusualContext {
 //               such nodes; a template whose node list overflowed is not spatial);
 //   cross-job - a baseline was given and no baseline template has its text (a "<*>" on either
 //               side matches any token);
-//   temporal  - first seen in the window before the job's end: a quarter of the job's length,
-//               at least 30 s and at most 5 min (5 min when the start is unknown; the end is the
-//               job's, else its latest timed line); an untimed template: never seen before the
-//               last lines of its files.
+//   temporal  - first seen in the window before the failure: a quarter of the job's length, at
+//               least 30 s and at most 5 min (5 min when the start is unknown), ending at the
+//               job's end or, when the logs stop earlier, at the last timed line read (else the
+//               latest line of the templates); an untimed template: never seen before the last
+//               lines of its files.
 // Ranked: score (spatial 2, cross-job 2, temporal 1) descending, then fewer nodes, then earliest
 // (untimed last), then fewer lines, then text. At most max_lines.
 std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSighting>& templates,

@@ -14,6 +14,7 @@ std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
   ctx.covered = bundle.covered_by_kind;
   ctx.start_ns = bundle.job.start_ns;
   ctx.end_ns = bundle.job.end_ns;
+  ctx.last_line_ns = bundle.last_record_ns;
   for (const auto& dir : baselines) {
     std::string why;
     auto good = loadBundle(dir, engine, &why);

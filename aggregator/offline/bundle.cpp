@@ -135,8 +135,10 @@ struct FileScan {
   std::string sole_node;              // a one-node job's node: where job-wide lines belong
   // Boot-time evidence: UTC time minus time since boot, from records that have both.
   std::optional<int64_t> boot_estimate;
+  int64_t last_ns = 0;  // the latest timed record handed on (where the logs stop)
 
   void onRecord(LogRecord&& rec) {
+    if (rec.time_known) last_ns = std::max(last_ns, rec.time_ns);
     // Untimed records (tracebacks in rank logs) stay untimed: borrowing a neighbour's time
     // could put an echo of a fault minutes before the fault itself.
     if (rec.time_known && rec.monotonic_ns >= 0 && !boot_estimate)
@@ -439,6 +441,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       if (cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
         b.covered_by_kind[common::sourceKindOf(format)].insert(node);
       if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
+      b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
       b.coverage.push_back(std::move(cov));
     }
     b.nodes.emplace(node, std::move(info));
@@ -456,6 +459,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
                   &agg, nullptr, um, sole_node};
     auto cov = scanOne(f, format, popts, scan, options.read_chunk, job_zone_note);
     b.coverage.push_back(std::move(cov));
+    b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
   }
   for (const auto& n : b.job.nodes)
     if (!b.nodes.count(n))

@@ -56,6 +56,8 @@ struct Bundle {
   // and which nodes have logs of which kind (a file of that kind with records).
   std::vector<common::TemplateSighting> unmatched;
   std::map<common::SourceKind, std::set<std::string>> covered_by_kind;
+  // The latest time of a record the parsers handed on (rule literal or error word); 0 if none.
+  int64_t last_record_ns = 0;
 };
 
 struct BundleOptions {
