@@ -101,7 +101,7 @@ struct UnrecognizedLine {
 };
 
 // Issue 30 part 3: the node whose logs hold failure-indicating lines the job's other nodes (all
-// with logs of the same kind) did not print. Only when the rules give no localized root; always a
+// with logs of the same kind) did not print. Only when the rules decided nothing; always a
 // lead (confidence < 0.5), never in `responsible`, never changing the sub_domain.
 struct DivergentNode {
   std::string node;

@@ -227,7 +227,10 @@ std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSi
 std::optional<DivergentNode> divergentNode(const std::vector<UnrecognizedLine>& lines,
                                            const std::vector<std::string>& job_nodes, const UnusualContext& ctx,
                                            const Diagnosis& verdict) {
-  if (!verdict.responsible.empty() || verdict.systemic || job_nodes.size() < 2) return std::nullopt;
+  // Only where the rules decided nothing: a cause that names no node was placed there on purpose
+  // (shared by the whole job, a service, a fault between nodes), and a lead would contradict it.
+  const bool undecided = verdict.sub_domain == SubDomain::kUnattributed || verdict.sub_domain == SubDomain::kAmbiguous;
+  if (!undecided || !verdict.responsible.empty() || verdict.systemic || job_nodes.size() < 2) return std::nullopt;
   // Kinds of logs every node of the job has: only those can say what the others did not print.
   std::vector<const std::set<std::string>*> full;
   for (const auto& [kind, nodes] : ctx.covered)

@@ -137,7 +137,9 @@ bool sameTemplate(std::string_view a, std::string_view b);
 // Issue 30 part 3. The node whose spatial failure-indicating lines no other node printed:
 // every template whose why starts with "spatial" gives each of its nodes 1/|nodes|; the highest
 // total wins, a tie goes to the node with the earliest such line, a tie there names none. Only
-// when the verdict has no responsible node, the job has two or more nodes and, for each counted
+// when the rules decided nothing (unattributed, or ambiguous without a responsible node: a cause
+// that names no node on purpose, job-wide, a service, between nodes, gets no lead), the job has
+// two or more nodes and, for each counted
 // template, every job node has logs of a kind its nodes were compared in; nullopt otherwise.
 // Confidence kDivergentNodeConfidence: the lead band, below any rule-based node's.
 inline constexpr double kDivergentNodeConfidence = 0.25;

@@ -112,6 +112,12 @@ TEST_CASE("divergent node: withheld without coverage, with a rule's node, for on
   named.responsible.push_back({"n1", "", 0.9});
   CHECK_FALSE(divergentNode(lines, {"n1", "n2", "n3"}, full, named));
   CHECK(divergentNode(lines, {"n1", "n2", "n3"}, full, unattributedVerdict()));
+  // A rule-based cause that names no node on purpose (job-wide, a service): no lead either.
+  Diagnosis shared = unattributedVerdict();
+  shared.sub_domain = SubDomain::kSystemSoftware;
+  shared.cause = Cause{};
+  shared.confidence = 0.8;
+  CHECK_FALSE(divergentNode(lines, {"n1", "n2", "n3"}, full, shared));
   // A one-node job: spatial says nothing.
   UnmatchedLines one;
   one.beginSource(SourceKind::kKernel);
