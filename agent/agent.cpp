@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/pod_log_path.h"
+
 namespace faultline::agent {
 
 namespace {
@@ -181,6 +183,9 @@ void Agent::onRecord(const std::string& source, common::LogRecord&& record, comm
   if (!symptom) return;  // benign lines never leave the node
   ++stats_.symptoms;
   if (symptom->boot_id.empty()) symptom->boot_id = record.boot_id;
+  // A container's log under /var/log/pods: which pod and container of a job wrote it.
+  if (auto pod = parsePodLogPath(source))
+    for (auto& [k, v] : podLogFields(*pod)) symptom->fields.emplace(k, v);
   aggregator_.add(std::move(*symptom));
 }
 

@@ -34,7 +34,7 @@ bool contains(const std::vector<T>& v, const T& x) {
 }
 
 std::optional<SourceKind> parseSourceKind(std::string_view s) {
-  for (auto k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager, SourceKind::kApplication})
+  for (auto k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager, SourceKind::kApplication, SourceKind::kMetric})
     if (sourceKindName(k) == s) return k;
   return std::nullopt;
 }

@@ -16,6 +16,7 @@ std::string_view formatName(LogFormat format) {
     case LogFormat::kSyslog: return "syslog";
     case LogFormat::kFabricManager: return "fabricmanager";
     case LogFormat::kIpmiSel: return "ipmi-sel";
+    case LogFormat::kCriLog: return "cri";
     case LogFormat::kApplication: return "application";
   }
   return "unknown";
@@ -27,6 +28,7 @@ std::string_view sourceKindName(SourceKind kind) {
     case SourceKind::kJournal: return "journal";
     case SourceKind::kFabricManager: return "fabricmanager";
     case SourceKind::kApplication: return "application";
+    case SourceKind::kMetric: return "metric";
   }
   return "application";
 }
@@ -48,6 +50,7 @@ SourceKind sourceKindOf(LogFormat format) {
     case LogFormat::kFabricManager:
       return SourceKind::kFabricManager;
     case LogFormat::kUnknown:
+    case LogFormat::kCriLog:  // a container's own output
     case LogFormat::kApplication:
       return SourceKind::kApplication;
   }

@@ -26,13 +26,14 @@ enum class LogFormat {
   kSyslog,          // "Dec  2 11:38:27 host ident[pid]: msg" (rsyslog traditional)
   kFabricManager,   // "[Mon Jan 01 2024 00:00:00] [ERROR] [tid 1234] msg"
   kIpmiSel,         // "   1 | 06/01/2024 | 10:12:03 | Memory #0x53 | ..." ipmitool sel list/elist
+  kCriLog,          // "2024-06-01T10:00:00.123456789Z stderr F msg" /var/log/pods (P: partial line)
   kApplication,     // anything else: rank logs, NCCL, PyTorch, srun/slurmstepd, slurmctld
 };
 
 std::string_view formatName(LogFormat format);
 
 // Coarse origin of a record; rules may restrict themselves to some kinds.
-enum class SourceKind { kKernel, kJournal, kFabricManager, kApplication };
+enum class SourceKind { kKernel, kJournal, kFabricManager, kApplication, kMetric };  // kMetric: a PromQL series
 
 std::string_view sourceKindName(SourceKind kind);
 SourceKind sourceKindOf(LogFormat format);

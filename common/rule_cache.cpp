@@ -23,7 +23,7 @@ namespace {
 
 // Bump when the payload layout changes (a new field in Rule, Relation, SymptomMatcher, Symptom):
 // an older file then reads as stale and is rebuilt.
-constexpr uint32_t kFormat = 4;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers; 4: detection delays
+constexpr uint32_t kFormat = 5;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers; 4: detection delays; 5: metric rules
 constexpr char kMagic[8] = {'F', 'L', 'R', 'U', 'L', 'E', 'S', '\n'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8;  // magic, format, reserved, key, payload length, checksum
 
@@ -57,6 +57,7 @@ class Writer {
   void raw(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
   void f(uint32_t v) { raw(&v, 4); }
   void f(uint64_t v) { raw(&v, 8); }
+  void f(double v) { raw(&v, 8); }
   void f(int v) { f(static_cast<uint32_t>(v)); }
   void f(int64_t v) { f(static_cast<uint64_t>(v)); }
   void f(bool v) { out.push_back(v ? 1 : 0); }
@@ -111,6 +112,7 @@ class Reader {
   }
   void f(uint32_t& v) { raw(&v, 4); }
   void f(uint64_t& v) { raw(&v, 8); }
+  void f(double& v) { raw(&v, 8); }
   void f(int& v) {
     uint32_t u;
     f(u);
@@ -186,7 +188,8 @@ class Reader {
   static constexpr uint32_t enumMax(SubDomain) { return static_cast<uint32_t>(SubDomain::kUnattributed); }
   static constexpr uint32_t enumMax(Role) { return static_cast<uint32_t>(Role::kContext); }
   static constexpr uint32_t enumMax(Severity) { return static_cast<uint32_t>(Severity::kCritical); }
-  static constexpr uint32_t enumMax(SourceKind) { return static_cast<uint32_t>(SourceKind::kApplication); }
+  static constexpr uint32_t enumMax(SourceKind) { return static_cast<uint32_t>(SourceKind::kMetric); }
+  static constexpr uint32_t enumMax(MetricCondition) { return static_cast<uint32_t>(MetricCondition::kBitsSet); }
   static constexpr uint32_t enumMax(RelationEffect) { return static_cast<uint32_t>(RelationEffect::kLocates); }
   static constexpr uint32_t enumMax(RelationScope) { return static_cast<uint32_t>(RelationScope::kAnyNode); }
   std::string_view in_;
@@ -237,11 +240,25 @@ void visitRelation(IO& io, R& r) {
   });
 }
 
+template <class IO, class R>
+void visitMetricRule(IO& io, R& r) {
+  io.f(r.id), io.f(r.since), io.f(r.pack), io.f(r.file), io.f(r.line), io.f(r.metric), io.f(r.expr), io.f(r.selector);
+  io.f(r.node_labels), io.f(r.device_labels), io.f(r.condition), io.f(r.threshold), io.f(r.mask), io.f(r.for_ns), io.f(r.edge);
+  io.f(r.as_rule), io.f(r.symptom), io.f(r.sub_domain), io.f(r.category), io.f(r.role), io.f(r.severity);
+  io.f(r.summary_template), io.f(r.meaning), io.f(r.action);
+  for (auto* list : {&r.match_examples, &r.no_match_examples})
+    io.list(*list, [&](auto& ex) {
+      io.f(ex.series), io.f(ex.samples), io.f(ex.expect_rule), io.f(ex.expect_node), io.f(ex.expect_device);
+      io.f(ex.line);
+    });
+}
+
 template <class IO, class S>
 void visitRuleSet(IO& io, S& set) {
   io.f(set.version);
   io.list(set.rules, [&](auto& r) { visitRule(io, r); });
   io.list(set.relations, [&](auto& r) { visitRelation(io, r); });
+  io.list(set.metric_rules, [&](auto& r) { visitMetricRule(io, r); });
 }
 
 std::string readFile(const std::string& path, bool* exists, std::string* error) {

@@ -334,6 +334,14 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
       result.errors.push_back(fmt::format("{}:1: a rule pack must be a mapping", f.path));
       continue;
     }
+    if (doc["metric_rules"]) {
+      try {
+        loadMetricRules(f.path, doc, set->metric_rules, result.errors);
+      } catch (const YAML::Exception& e) {
+        result.errors.push_back(fmt::format("{}:{}: {}", f.path, e.mark.line + 1, e.msg));
+      }
+      continue;
+    }
     if (doc["relations"]) {
       try {
         loadRelations(f.path, doc, set->relations, result.errors);
@@ -445,6 +453,7 @@ std::vector<std::string> checkRuleExamples(const std::shared_ptr<const RuleSet>&
     }
   }
   for (auto& p : phases::checkRelationExamples(rules->relations)) problems.push_back(std::move(p));
+  for (auto& p : checkMetricRuleExamples(*rules)) problems.push_back(std::move(p));
   return problems;
 }
 

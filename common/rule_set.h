@@ -12,6 +12,7 @@
 
 #include "common/causality.h"
 #include "common/log_record.h"
+#include "common/metric_rule.h"
 #include "common/symptom.h"
 
 namespace re2 {
@@ -67,6 +68,8 @@ struct RuleSet {
   // The causal knowledge of rules/causality (files whose top-level key is `relations`), in load
   // order: the correlator applies them in this order.
   std::vector<Relation> relations;
+  // Metric rules (files whose top-level key is `metric_rules`, common/metric_rule.h).
+  std::vector<MetricRule> metric_rules;
   std::string version;      // "<rules/VERSION>+<hash of contents>"
   // The compiled search over the rules' prefilter literals, when the loader already has it (the
   // rule cache: common/rule_cache.h). A RuleEngine uses it when it was built from exactly the

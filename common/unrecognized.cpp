@@ -118,6 +118,7 @@ std::string_view kindWord(SourceKind k) {
     case SourceKind::kJournal: return "journal";
     case SourceKind::kFabricManager: return "Fabric Manager";
     case SourceKind::kApplication: return "application";
+    case SourceKind::kMetric: return "metric";
   }
   return "";
 }

@@ -140,7 +140,7 @@ Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text) {
   s.fallback_root = b.getFallbackRoot();
   std::string kind = text(b.getSourceKind(), "sourceKind");
   s.source_kind = SourceKind::kApplication;
-  for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager})
+  for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager, SourceKind::kMetric})
     if (kind == sourceKindName(k)) s.source_kind = k;
   return s;
 }

@@ -21,6 +21,36 @@ echo
 "$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | head -40
 echo "  ... (coverage omitted; run: $FAULTLINE attribute samples/cascade64-xid79 [--json])"
 echo
+echo "== metric evidence: samples/metrics/dcgm-remap-only, whose logs hold only cascade, against a Prometheus started here"
+echo "   (its blocks backfilled from the sample's DCGM exporter series with promtool; 127.0.0.1 only)"
+echo
+PROM=$(mktemp -d)
+python3 samples/metrics/dcgm-remap-only/series.py > "$PROM/series.om"
+if promtool tsdb create-blocks-from openmetrics "$PROM/series.om" "$PROM/data" > "$PROM/promtool.log" 2>&1; then
+  printf 'global:\n  scrape_interval: 1h\n' > "$PROM/prometheus.yml"
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  prometheus --config.file="$PROM/prometheus.yml" --storage.tsdb.path="$PROM/data" --storage.tsdb.retention.time=100y \
+    --web.listen-address="127.0.0.1:$PORT" > "$PROM/log" 2>&1 &
+  PROM_PID=$!
+  python3 -c "
+import sys, time, urllib.request
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        urllib.request.urlopen('http://127.0.0.1:$PORT/-/ready', timeout=2); sys.exit(0)
+    except Exception: time.sleep(0.1)
+sys.exit(1)" || echo "  (Prometheus did not start: $PROM/log)"
+  echo "-- from the logs alone:"
+  "$FAULTLINE" attribute samples/metrics/dcgm-remap-only/bundle | sed -n '1,3p'
+  echo "-- with --prometheus http://127.0.0.1:$PORT:"
+  "$FAULTLINE" attribute --prometheus "http://127.0.0.1:$PORT" samples/metrics/dcgm-remap-only/bundle | sed -n '1,/^chain:/p'
+  kill "$PROM_PID" 2>/dev/null || true
+  wait "$PROM_PID" 2>/dev/null || true
+else
+  echo "  (promtool failed: $(tail -1 "$PROM/promtool.log"))"
+fi
+rm -rf "$PROM"
+echo
 echo "== the same diagnoses as self-contained HTML pages (the dashboard's job view; open in a browser)"
 HTML="$BUILD/demo-html"
 mkdir -p "$HTML"

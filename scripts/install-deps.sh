@@ -34,10 +34,11 @@ BUILD_PACKAGES=(
 )
 
 # Everything else: tests (Catch2, journal fixtures, PostgreSQL, Ansible, lintian, the browser
-# tests' Chromium), fuzzing (clang), benchmarks (ripgrep) and the demo.
+# tests' Chromium, Prometheus and VictoriaMetrics for metric evidence), fuzzing (clang),
+# benchmarks (ripgrep) and the demo.
 PACKAGES=(
   "${BUILD_PACKAGES[@]}"
-  ninja-build git python3 tzdata
+  ninja-build git python3 python3-yaml tzdata
   systemd-journal-remote
   libfaketime nftables
   openssl sqlite3
@@ -47,6 +48,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   ansible-core ansible-lint lintian
   chromium fonts-dejavu-core
+  prometheus victoria-metrics
 )
 # Node.js and npm drive Chromium in the browser tests (tests/browser); the image may bring its own.
 if [ "$set_name" = all ] && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then

@@ -14,6 +14,9 @@
 #include <ctime>
 #include <filesystem>
 
+#include "common/parse/boot_segments.h"
+#include "common/parse/cri.h"
+
 namespace faultline::agent {
 
 namespace {
@@ -88,6 +91,11 @@ void FileSource::makeParser() {
     options_.parse.uptime_ns = [this] { return uptimeNow() + 60'000'000'000; };
   // Records are counted by the parser: with literals only those holding one reach the handler.
   parser_ = common::makeStreamParser(format_, options_.parse, [this](common::LogRecord&& r) {
+    if (in_earlier_boot_) {  // read before this boot's first line: of an earlier boot
+      ++earlier_boot_;
+      ++health_.skipped;
+      return;
+    }
     if (!r.time_known && r.monotonic_ns >= 0 && options_.parse.boot_time_ns) {
       // A boot-relative stamp the boot time could not place: of an earlier boot. Shipped, it
       // would be placed by when it was read and join whatever job runs now; it is counted and
@@ -121,6 +129,7 @@ bool FileSource::openPath(uint64_t offset) {
   file_.ino = st.st_ino;
   file_.offset = std::min<uint64_t>(offset, static_cast<uint64_t>(st.st_size));
   ensureParser();
+  findThisBoot();
   health_.status = "ok";
   health_.reason.clear();
   return true;
@@ -141,6 +150,7 @@ void FileSource::start(const std::string& checkpoint, RecordHandler handler) {
       if (fd >= 0) {
         file_ = Open{fd, dev, ino, offset};
         ensureParser();
+        findThisBoot();
         while (readSome(options_.max_bytes_per_slice) > 0) {
         }
         endOfFile();
@@ -273,10 +283,24 @@ size_t FileSource::readSome(size_t budget) {
       break;
     }
     if (n == 0) break;
+    std::string_view got(buf, static_cast<size_t>(n));
+    if (file_.offset < this_boot_from_) {
+      // Up to this boot's first line: an earlier boot's. The parser is finished at the boundary
+      // (a line start), so no record joins lines of two boots.
+      const auto earlier = static_cast<size_t>(std::min<uint64_t>(got.size(), this_boot_from_ - file_.offset));
+      in_earlier_boot_ = true;
+      feedLines(got.substr(0, earlier));
+      got.remove_prefix(earlier);
+      if (file_.offset + earlier == this_boot_from_) {
+        parser_->finish();
+        makeParser();
+        in_earlier_boot_ = false;
+      }
+    }
     file_.offset += static_cast<uint64_t>(n);
     bytes_read_ += static_cast<uint64_t>(n);
     total += static_cast<size_t>(n);
-    feedLines(std::string_view(buf, static_cast<size_t>(n)));
+    feedLines(got);
     if (static_cast<size_t>(n) < sizeof buf) break;  // the end, as of now: no second read to learn it
   }
   return total;
@@ -303,18 +327,30 @@ void FileSource::feedLines(std::string_view bytes) {
     }
     if (!partial_.empty()) {
       partial_.append(bytes.substr(0, nl + 1));
-      if (partial_.size() > options_.parse.max_line_bytes + 1) ++health_.skipped;
-      else parser_->feed(partial_);
-      partial_.clear();
+      std::string lines;
+      lines.swap(partial_);
+      if (lines.size() > options_.parse.max_line_bytes + 1) ++health_.skipped;
+      else feedParser(lines);
       bytes.remove_prefix(nl + 1);
     } else {
       // Feed every complete line at once.
       size_t last = bytes.rfind('\n');
-      parser_->feed(bytes.substr(0, last + 1));
+      feedParser(bytes.substr(0, last + 1));
       bytes.remove_prefix(last + 1);
     }
     parser_dirty_ = true;
   }
+}
+
+void FileSource::feedParser(std::string_view lines) {
+  // A CRI log's line split by the runtime is complete with its F piece: until then its pieces wait
+  // like a partial line (the checkpoint stays before them, a flush does not cut the line).
+  if (format_ == common::LogFormat::kCriLog) {
+    const size_t held = common::parse::criPendingTail(lines);
+    partial_.assign(lines.substr(lines.size() - held));
+    lines.remove_suffix(held);
+  }
+  parser_->feed(lines);
 }
 
 void FileSource::endOfFile() {
@@ -331,6 +367,49 @@ void FileSource::flush() {
     parser_->finish();
     makeParser();
   }
+}
+
+void FileSource::findThisBoot() {
+  this_boot_from_ = 0;
+  in_earlier_boot_ = false;
+  if (format_ != common::LogFormat::kDmesgRaw || !options_.parse.boot_time_ns || file_.fd < 0) return;
+  struct stat st{};
+  if (::fstat(file_.fd, &st) != 0) return;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (file_.offset >= size) return;
+  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (mtime_ns < *options_.parse.boot_time_ns) {  // last written before this boot
+    this_boot_from_ = size;
+    return;
+  }
+  // Each line of [from, size) with its offset; a line's first 64 KiB stand for it.
+  auto eachLine = [&](uint64_t from, auto&& fn) {
+    std::string line;
+    uint64_t line_start = from;
+    char buf[64 << 10];
+    for (uint64_t off = from; off < size;) {
+      ssize_t n = ::pread(file_.fd, buf, std::min<uint64_t>(sizeof buf, size - off), static_cast<off_t>(off));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (std::string_view rest(buf, static_cast<size_t>(n)); !rest.empty();) {
+        const size_t nl = rest.find('\n');
+        const std::string_view part = rest.substr(0, nl);
+        if (line.size() < sizeof buf) line.append(part.substr(0, sizeof buf - line.size()));
+        if (nl == std::string_view::npos) break;
+        fn(std::string_view(line), line_start);
+        line.clear();
+        line_start = off + static_cast<uint64_t>(rest.data() - buf) + nl + 1;
+        rest.remove_prefix(nl + 1);
+      }
+      off += static_cast<uint64_t>(n);
+    }
+    if (!line.empty()) fn(std::string_view(line), line_start);
+  };
+  common::parse::BootSegments segments;
+  eachLine(file_.offset, [&](std::string_view line, uint64_t at) { segments.scan(line, at); });
+  if (segments.hasFallBack())
+    eachLine(segments.lastSegmentStart(), [&](std::string_view line, uint64_t) { segments.confirm(line); });
+  this_boot_from_ = segments.newestBootStart();
 }
 
 void FileSource::ensureParser() {
@@ -387,6 +466,7 @@ bool FileSource::pollFile(bool quick) {
   if (::fstat(file_.fd, &fst) == 0 && static_cast<uint64_t>(fst.st_size) < file_.offset) {
     endOfFile();  // copytruncate: what was partial before the cut is final
     file_.offset = 0;
+    this_boot_from_ = 0;  // written again since: in this boot
     return true;
   }
   return false;

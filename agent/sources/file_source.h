@@ -78,8 +78,16 @@ class FileSource final : public Source {
   // Reads up to `budget` bytes from the open file; returns bytes read (0 at EOF).
   size_t readSome(size_t budget);
   void feedLines(std::string_view bytes);
+  void feedParser(std::string_view lines);  // complete lines; a CRI line's pending pieces wait in partial_
   void endOfFile();  // the open file is final: flush its partial line and the parser
   void makeParser();
+  // A boot-relative file (dmesg raw) opened with content from before this boot: where this
+  // boot's lines begin (common/parse/boot_segments.h; everything when the file was last written
+  // before the boot). The lines before are fed with in_earlier_boot_ set, and their records are
+  // left out like those whose stamps lie past the uptime.
+  void findThisBoot();
+  uint64_t this_boot_from_ = 0;
+  bool in_earlier_boot_ = false;
   uint64_t earlier_boot_ = 0;  // records of an earlier boot, left out (counted in skipped)
   int64_t uptimeNow() const;
   void ensureParser();  // detects the format from the head when needed

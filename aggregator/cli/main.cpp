@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,10 +16,13 @@
 
 #include "aggregator/cli/html_report.h"
 #include "aggregator/cli/remote.h"
+#include "aggregator/evidence/prometheus.h"
 #include "aggregator/offline/attribute.h"
 #include "aggregator/offline/bundle.h"
 #include "aggregator/store/db.h"
 #include "aggregator/store/store_copy.h"
+#include "common/domain_classifier.h"
+#include "tools/domain_model/builtin.h"
 #include "common/rule_cache.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
@@ -47,8 +53,32 @@ std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::str
   return loaded.rules;
 }
 
+// The first line of a secret file (a token, a password); nullopt and *error when it cannot be read
+// or is empty.
+std::optional<std::string> readSecretFile(const std::string& path, std::string* error) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    *error = "cannot read " + path + (in ? ": empty" : std::string(": ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  if (line.empty()) {
+    *error = path + " is empty";
+    return std::nullopt;
+  }
+  return line;
+}
+
+// --prometheus and its credentials.
+struct PrometheusArgs {
+  std::string url, token_file, user, password_file, ca_file;
+  double timeout_s = 10;
+};
+
 int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
-                 size_t systemic, const std::string& html, const std::vector<std::string>& baselines) {
+                 size_t systemic, const std::string& html, const PrometheusArgs& prom,
+                 const std::vector<std::string>& baselines) {
   if (!html.empty() && bundles.size() != 1) {
     std::fprintf(stderr, "faultline: --html takes exactly one bundle\n");
     return 2;
@@ -56,11 +86,38 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   common::RuleEngine engine(loadRulesOrDie(rule_dirs));
   common::CorrelatorOptions opts;
   opts.systemic_threshold = systemic;
+  // Metric evidence: each metric rule asked of the endpoint for the job's nodes and window.
+  offline::EvidenceSource metrics;
+  if (!prom.url.empty()) {
+    aggregator::PrometheusOptions po;
+    po.url = prom.url;
+    po.ca_file = prom.ca_file;
+    po.basic_user = prom.user;
+    po.timeout = std::chrono::milliseconds(static_cast<int64_t>(prom.timeout_s * 1000));
+    std::string error;
+    for (auto [file, out] : {std::pair{&prom.token_file, &po.bearer_token}, std::pair{&prom.password_file, &po.basic_password}}) {
+      if (file->empty()) continue;
+      auto secret = readSecretFile(*file, &error);
+      if (!secret) {
+        std::fprintf(stderr, "faultline: --prometheus: %s\n", error.c_str());
+        return 2;
+      }
+      *out = *secret;
+    }
+    metrics = [po, &engine](const common::JobInfo& job, std::vector<common::Symptom>* symptoms,
+                            std::vector<common::CoverageEntry>* coverage) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+      auto got = aggregator::queryMetricEvidence(po, engine.rules(), job, now);
+      for (auto& s : got.symptoms) symptoms->push_back(std::move(s));
+      for (auto& c : got.coverage) coverage->push_back(std::move(c));
+    };
+  }
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
   for (const auto& b : bundles) {
     std::string error;
-    auto d = offline::attributeBundle(b, engine, &error, opts, baselines);
+    auto d = offline::attributeBundle(b, engine, &error, opts, metrics, baselines);
     if (!d) {
       std::fprintf(stderr, "faultline: %s\n", error.c_str());
       rc = 2;
@@ -102,9 +159,11 @@ int cmdRulesCheck(const std::vector<std::string>& dirs) {
   for (const auto& r : loaded.rules->rules) examples += r.match_examples.size() + r.no_match_examples.size();
   size_t relation_examples = 0;
   for (const auto& r : loaded.rules->relations) relation_examples += r.examples.size();
-  std::printf("ok: %zu rules, %zu examples, %zu causality relations with %zu examples, ruleset %s\n",
+  size_t metric_examples = 0;
+  for (const auto& r : loaded.rules->metric_rules) metric_examples += r.match_examples.size() + r.no_match_examples.size();
+  std::printf("ok: %zu rules, %zu examples, %zu causality relations with %zu examples, %zu metric rules with %zu examples, ruleset %s\n",
               loaded.rules->rules.size(), examples, loaded.rules->relations.size(), relation_examples,
-              loaded.rules->version.c_str());
+              loaded.rules->metric_rules.size(), metric_examples, loaded.rules->version.c_str());
   return 0;
 }
 
@@ -132,6 +191,31 @@ int cmdRulesList(const std::vector<std::string>& dirs, bool patterns) {
                   std::string(common::subDomainName(r.sub_domain)).c_str(),
                   std::string(common::severityName(r.severity)).c_str(), r.symptom.c_str());
   }
+  return 0;
+}
+
+// `faultline rules classify`: the domain lead of each line (arguments, else stdin) from the model
+// the build trained on the shipped rules (common/domain_classifier.h).
+int cmdRulesClassify(const std::vector<std::string>& lines) {
+  std::string error;
+  auto model = common::DomainClassifier::parse(common::builtinDomainModelText(), &error);
+  if (!model) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    return 1;
+  }
+  auto show = [&](const std::string& line) {
+    auto g = model->classify(line);
+    std::printf("%-15s %.3f %-6s %s\n  %s\n", std::string(common::subDomainName(g.domain)).c_str(), g.probability,
+                g.committable ? "commit" : "lead", line.c_str(), common::describeDomainGuess(g).c_str());
+  };
+  for (const auto& l : lines) show(l);
+  if (lines.empty())
+    for (std::string l; std::getline(std::cin, l);)
+      if (!l.empty()) show(l);
+  auto t = model->commitThreshold();
+  std::printf("(%s; measured leave-one-family-out: docs/coverage/domain-classifier.md)\n",
+              t ? fmt::format("a lead commits its domain at p >= {}", *t).c_str()
+                : "a lead never commits its domain: no confidence band reached 95 % precision");
   return 0;
 }
 
@@ -240,6 +324,15 @@ int main(int argc, char** argv) {
   attribute->add_option("--baseline", baselines,
                         "bundle of a good run of the same workload (repeatable): error lines it printed too are "
                         "not listed as unrecognized");
+  PrometheusArgs prom;
+  attribute->add_option("--prometheus", prom.url,
+                        "also ask this PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) for the "
+                        "job's metric evidence (rules/metrics)");
+  attribute->add_option("--prometheus-token-file", prom.token_file, "bearer token for --prometheus (first line)");
+  attribute->add_option("--prometheus-user", prom.user, "basic-auth user for --prometheus");
+  attribute->add_option("--prometheus-password-file", prom.password_file, "basic-auth password for --prometheus (first line)");
+  attribute->add_option("--prometheus-ca", prom.ca_file, "CA file for an https --prometheus");
+  attribute->add_option("--prometheus-timeout", prom.timeout_s, "seconds per query (default 10)");
 
   auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
   rules->require_subcommand(1);
@@ -249,6 +342,9 @@ int main(int argc, char** argv) {
   auto* list = rules->add_subcommand("list", "list the loaded rules");
   bool patterns = false;
   list->add_flag("--patterns", patterns, "print only the expanded patterns, one per line");
+  auto* classify = rules->add_subcommand("classify", "the domain each line reads most like (a lead, from the rules' examples)");
+  std::vector<std::string> classify_lines;
+  classify->add_option("line", classify_lines, "log lines (default: one per line on stdin)");
 
   auto* suggest = rules->add_subcommand(
       "suggest", "print the error lines no rule matched in bundles as YAML rule skeletons (writes nothing)");
@@ -291,10 +387,11 @@ int main(int argc, char** argv) {
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, baselines);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, prom, baselines);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
   if (*suggest) return cmdRulesSuggest(rule_dirs, suggest_bundles, suggest_baselines);
+  if (*classify) return cmdRulesClassify(classify_lines);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
   return 0;
 }

@@ -31,13 +31,14 @@ template <class Stream>
 std::optional<HttpResult> exchange(Stream& stream, const std::string& host, const std::string& method,
                                    const std::string& target, const std::string& body,
                                    const std::string& bearer_token, std::chrono::milliseconds timeout,
-                                   const std::string& base_url, std::string* error) {
+                                   const std::string& base_url, std::string* error, const HttpCallExtras& extras) {
   beast::error_code ec;
   http::request<http::string_body> req(http::string_to_verb(method), target, 11);
   req.set(http::field::host, host);
   req.set(http::field::user_agent, "faultline/" FAULTLINE_VERSION);
-  if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  if (!extras.authorization.empty()) req.set(http::field::authorization, extras.authorization);
+  else if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
+  if (!body.empty()) req.set(http::field::content_type, extras.content_type);
   req.body() = body;
   req.prepare_payload();
   beast::get_lowest_layer(stream).expires_after(timeout);
@@ -60,7 +61,8 @@ std::optional<HttpResult> exchange(Stream& stream, const std::string& host, cons
 
 std::optional<HttpResult> httpCall(const std::string& base_url, const std::string& method, const std::string& target,
                                    const std::string& body, const std::string& bearer_token,
-                                   std::chrono::milliseconds timeout, std::string* error, const std::string& ca_file) {
+                                   std::chrono::milliseconds timeout, std::string* error, const std::string& ca_file,
+                                   const HttpCallExtras& extras) {
   std::string url = base_url;
   const bool https = url.rfind("https://", 0) == 0;
   if (url.rfind("http://", 0) == 0) url = url.substr(7);
@@ -97,7 +99,7 @@ std::optional<HttpResult> httpCall(const std::string& base_url, const std::strin
       *error = base_url + ": " + ec.message();
       return std::nullopt;
     }
-    if (!https) return exchange(stream, host, method, prefix + target, body, bearer_token, timeout, base_url, error);
+    if (!https) return exchange(stream, host, method, prefix + target, body, bearer_token, timeout, base_url, error, extras);
 
     ssl::context ctx(ssl::context::tls_client);
     ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
@@ -124,7 +126,7 @@ std::optional<HttpResult> httpCall(const std::string& base_url, const std::strin
       *error = base_url + ": TLS handshake: " + why;
       return std::nullopt;
     }
-    return exchange(tls, host, method, prefix + target, body, bearer_token, timeout, base_url, error);
+    return exchange(tls, host, method, prefix + target, body, bearer_token, timeout, base_url, error, extras);
   } catch (const std::exception& e) {
     *error = base_url + ": " + e.what();
     return std::nullopt;

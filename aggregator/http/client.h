@@ -31,12 +31,19 @@ struct HttpResult {
   }
 };
 
+// What a request carries besides its body: its content type, and an Authorization header value
+// ("Basic ...") that replaces the bearer token's.
+struct HttpCallExtras {
+  std::string content_type = "application/json";
+  std::string authorization;
+};
+
 // `base_url`: "http://host:port" or "https://host:port" (optionally with a path prefix). `target`
 // starts with '/'. https: the server's certificate must chain to `ca_file` (PEM; "" = the system's
 // trusted CAs) and name the URL's host; otherwise the call fails before anything is sent.
 std::optional<HttpResult> httpCall(const std::string& base_url, const std::string& method, const std::string& target,
                                    const std::string& body, const std::string& bearer_token,
                                    std::chrono::milliseconds timeout, std::string* error,
-                                   const std::string& ca_file = "");
+                                   const std::string& ca_file = "", const HttpCallExtras& extras = {});
 
 }  // namespace faultline::aggregator

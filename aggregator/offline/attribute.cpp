@@ -32,9 +32,11 @@ std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
 
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
                                                  std::string* error, const common::CorrelatorOptions& options,
+                                                 const EvidenceSource& more,
                                                  const std::vector<std::string>& baselines) {
   auto bundle = loadBundle(dir, engine, error);
   if (!bundle) return std::nullopt;
+  if (more) more(bundle->job, &bundle->symptoms, &bundle->coverage);
   common::UnusualContext unusual;
   auto unrecognized = failureIndicatingLines(*bundle, engine, baselines, error, &unusual);
   if (!unrecognized) return std::nullopt;

@@ -2,6 +2,7 @@
 // (exactly what an agent would send) -> correlate. Blocking, single-threaded.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,12 +14,18 @@
 
 namespace faultline::offline {
 
+// More evidence for the job once its description is known — metric symptoms from a PromQL
+// endpoint (aggregator/evidence/prometheus.h): appended to the bundle's symptoms and coverage.
+using EvidenceSource = std::function<void(const common::JobInfo& job, std::vector<common::Symptom>* symptoms,
+                                          std::vector<common::CoverageEntry>* coverage)>;
+
 // `baselines`: bundles of the same workload's good runs (`--baseline`): templates their logs hold
 // are not unusual in this one (Diagnosis::unrecognized, common/unrecognized.h). An unreadable
 // baseline is an error.
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
                                                  std::string* error,
                                                  const common::CorrelatorOptions& options = {},
+                                                 const EvidenceSource& more = {},
                                                  const std::vector<std::string>& baselines = {});
 
 // The failure-indicating lines of a loaded bundle (what `attribute` puts in `unrecognized` and

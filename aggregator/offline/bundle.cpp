@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "aggregator/offline/kube_job.h"
 #include "common/error_lexicon.h"
 #include "common/journal/journal_file_reader.h"
 #include "common/symptom_aggregator.h"
@@ -291,6 +292,42 @@ std::vector<std::string> listFiles(const fs::path& dir, bool recursive) {
   return out;
 }
 
+// The Kubernetes objects' records (events, terminated containers, pod statuses) on the pods'
+// nodes, and the pods' logs (BUNDLE/pods/*: `kubectl logs --timestamps [--prefix] [--previous]`)
+// read as logs of the node each pod ran on; a log of a pod that no object places stays job-wide.
+void addKubeEvidence(const fs::path& root, const KubeJob& kube, const common::RuleEngine& engine, Bundle& b,
+                     common::SymptomAggregator& agg, size_t chunk, common::UnmatchedLines* unmatched) {
+  b.coverage.insert(b.coverage.end(), kube.coverage.begin(), kube.coverage.end());
+  for (const auto& kr : kube.records) {
+    common::MatchContext ctx{kr.node, kr.source, common::SourceKind::kJournal, {}};
+    if (auto s = engine.extract(kr.record, ctx)) agg.add(std::move(*s));
+  }
+  const fs::path pods = root / "pods";
+  const common::JobInfo& job = b.job;
+  for (const auto& f : listFiles(pods, true)) {
+    const std::string rel = fs::relative(f, pods).string();
+    const std::string pod_name = podOfLogFile(kube, rel, readHead(f, 512));
+    const KubePod* pod = kube.pod(pod_name);
+    const std::string node = pod ? pod->node : "";
+    LogFormat format = detectFile(f);
+    common::ParseOptions popts;
+    popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : 1970;
+    FileScan scan{engine, {node, f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
+                  &agg, nullptr, unmatched};
+    auto cov = scanOne(f, format, popts, scan, chunk);
+    cov.node = node;
+    b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
+    if (!node.empty() && cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
+      b.covered_by_kind[common::sourceKindOf(format)].insert(node);
+    if (!pod) {
+      const std::string why = pod_name.empty() ? "no pod named by the file's name or [pod/...] prefix"
+                                               : fmt::format("pod {} is in no kube/ object: read as a job-wide log", pod_name);
+      cov.reason = cov.reason.empty() ? why : cov.reason + "; " + why;
+    }
+    b.coverage.push_back(std::move(cov));
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const common::TimeZone> resolveTimeZone(const std::string& spec, std::string* error,
@@ -368,6 +405,7 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     return std::nullopt;
   }
   Bundle b;
+  bool described = true;
   if (auto text = slurp(root / "job.json")) {
     auto job = common::parseJobJson(*text, error);
     if (!job) return std::nullopt;
@@ -377,7 +415,22 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     if (!job) return std::nullopt;
     b.job = std::move(*job);
   } else {
-    *error = fmt::format("{}: no job.json or sacct.json", dir);
+    described = false;
+  }
+  // Kubernetes objects (kube/*.json): the job's description when there is no job.json or
+  // sacct.json, and in every case the pods' nodes and ranks and the events (kube_job.h).
+  std::optional<KubeJob> kube;
+  if (fs::is_directory(root / "kube", ec)) {
+    std::string kube_error;
+    kube = loadKubeDir((root / "kube").string(), &kube_error);
+    if (!kube && !described) {
+      *error = fmt::format("{}: {}", dir, kube_error);
+      return std::nullopt;
+    }
+    if (kube && !described) b.job = kube->job, described = true;
+  }
+  if (!described) {
+    *error = fmt::format("{}: no job.json, sacct.json or kube/", dir);
     return std::nullopt;
   }
   int default_year = 1970;
@@ -461,8 +514,10 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     b.coverage.push_back(std::move(cov));
     b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
   }
+  if (kube) addKubeEvidence(root, *kube, engine, b, agg, options.read_chunk, um);
   for (const auto& n : b.job.nodes)
-    if (!b.nodes.count(n))
+    if (!b.nodes.count(n) && std::none_of(b.coverage.begin(), b.coverage.end(),
+                                          [&n](const CoverageEntry& c) { return c.node == n && c.records > 0; }))
       b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
   b.symptoms = agg.drainAll();
   annotateDevices(b.symptoms, b.nodes, b.job.nodes);

@@ -2,7 +2,8 @@
 // the coverage report, using the same parsers, rule engine and aggregation as the agent.
 //
 // Blocking file I/O on the calling thread. Never throws on bad logs: unreadable, binary or
-// truncated files show up in coverage; a missing or broken job.json is an error.
+// truncated files show up in coverage; a missing or broken job description (job.json, sacct.json
+// or kube/, kube_job.h) is an error.
 #pragma once
 
 #include <functional>

@@ -3,7 +3,9 @@
 // application. A rank log with a few kernel lines pasted in stays an application log, and a
 // file concatenated from several sources gets its majority format.
 #include <array>
+#include <cctype>
 
+#include "common/parse/cri.h"
 #include "common/parse/ipmi_sel.h"
 #include "common/parse/line_grammar.h"
 #include "common/parse/stream_parser.h"
@@ -33,7 +35,7 @@ LogFormat classifyLine(std::string_view line) {
   if (const size_t n = parse::grepFilePrefix(line)) {
     const LogFormat behind = classifyBareLine(line.substr(n));
     if (behind != LogFormat::kApplication && behind != LogFormat::kUnknown && behind != LogFormat::kJournalJson &&
-        behind != LogFormat::kJournalExport && behind != LogFormat::kIpmiSel)
+        behind != LogFormat::kJournalExport && behind != LogFormat::kIpmiSel && behind != LogFormat::kCriLog)
       return behind;
   }
   return f;
@@ -79,8 +81,14 @@ LogFormat classifyBareLine(std::string_view line) {
     KmsgHeader kmsg;
     if (parseKmsgHeader(rest, &kmsg)) return LogFormat::kKmsg;
     if (parseDmesgIsoStamp(rest, &ns, &len)) return LogFormat::kDmesgIso;
+    CriLine cri;  // "2024-06-01T10:00:00.123456789Z stdout F text": a container runtime's file
+    if (rest.data() == line.data() && parseCriLine(rest, &cri)) return LogFormat::kCriLog;
     SyslogLine sl;
-    if (parseIsoSyslog(rest, &sl) && !sl.ident.empty()) return LogFormat::kJournalShortIso;
+    // A host name starts with a letter or digit: `kubectl logs --timestamps` puts an RFC 3339
+    // stamp before the container's own text ("...Z [default0]:[rank0]: ..."), not a host.
+    if (parseIsoSyslog(rest, &sl) && !sl.ident.empty() && !sl.host.empty() &&
+        std::isalnum(static_cast<unsigned char>(sl.host.front())))
+      return LogFormat::kJournalShortIso;
     return LogFormat::kApplication;
   }
   if (rest.front() == '-' && isJournalMarker(rest)) return LogFormat::kJournalShortIso;

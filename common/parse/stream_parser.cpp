@@ -1,6 +1,7 @@
 // makeStreamParser: the one switch from a format to its parser.
 #include <utility>
 
+#include "common/parse/cri.h"
 #include "common/parse/ipmi_sel.h"
 #include "common/parse/line_parser.h"
 
@@ -52,6 +53,8 @@ std::unique_ptr<StreamParser> makeStreamParser(LogFormat format, ParseOptions op
       return parse::makeFabricManagerParser(std::move(options), std::move(sink));
     case LogFormat::kIpmiSel:
       return parse::makeIpmiSelParser(std::move(options), std::move(sink));
+    case LogFormat::kCriLog:
+      return parse::makeCriParser(std::move(options), std::move(sink));
     case LogFormat::kUnknown:  // nothing more specific known: everything is application text
     case LogFormat::kApplication:
       return parse::makeApplicationParser(std::move(options), std::move(sink));

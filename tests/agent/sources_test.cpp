@@ -414,6 +414,95 @@ TEST_CASE("file: a followed dmesg file's boot-relative stamps are placed through
   }
 }
 
+TEST_CASE("file: an earlier boot's records in a dmesg file are not placed in this boot, even below its uptime",
+          "[sources][file]") {
+  // The earlier boot crashed at 300 s; this boot is 600 s old, so the uptime bound alone would
+  // place its Xid 79 at boot + 300 s, inside whatever job ran then. Where its stamps fall back to
+  // 0, a new boot began: only what follows is of this boot (common/parse/boot_segments.h).
+  const std::string earlier =
+      "[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+      "[  300.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+      "[  300.000100]  dump_stack_lvl+0x48/0x70\n";
+  const std::string now =
+      "[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+      "[  550.000000] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error\n";
+  const int64_t boot_ns = 1'700'000'000'000'000'000;
+  boost::asio::io_context io;  // outlives the sources made below
+  auto follow = [&](const std::string& path, const std::string& checkpoint, Collected& got) {
+    FileOptions o;
+    o.path = path;
+    o.format = common::LogFormat::kDmesgRaw;
+    o.from_start = true;
+    o.fallback_poll_ms = 0;
+    o.parse.boot_time_ns = boot_ns;
+    o.uptime_ns = [] { return int64_t{600'000'000'000}; };
+    auto src = std::make_unique<FileSource>(io, o);
+    src->start(checkpoint, got.handler());
+    src->poll();
+    src->flush();
+    return src;
+  };
+  TempDir dir;
+  SECTION("read from the start") {
+    std::string path = dir.file("dmesg");
+    append(path, earlier + now);
+    Collected got;
+    auto src = follow(path, "", got);
+    REQUIRE(got.records.size() == 2);
+    CHECK(got.records[0].monotonic_ns == 0);
+    CHECK(got.records[1].time_ns == boot_ns + 550'000'000'000);
+    CHECK(src->health().reason == "2 record(s) of an earlier boot left out: their time cannot be known");
+    // Appended later in this boot: placed.
+    append(path, "[  590.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=9, name=python, GPU has fallen off the bus.\n");
+    src->poll();
+    src->flush();
+    REQUIRE(got.records.size() == 3);
+    CHECK(got.records[2].time_ns == boot_ns + 590'000'000'000);
+    src->stop();
+  }
+  SECTION("resumed from a checkpoint inside the earlier boot") {
+    std::string path = dir.file("dmesg");
+    append(path, earlier + now);
+    struct stat st{};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    const std::string cp = std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + " " +
+                           std::to_string(earlier.find('\n') + 1);
+    Collected got;
+    auto src = follow(path, cp, got);
+    REQUIRE(got.records.size() == 2);
+    CHECK(got.records[1].time_ns == boot_ns + 550'000'000'000);
+    CHECK_THAT(src->health().reason, Catch::Contains("1 record(s) of an earlier boot"));
+    src->stop();
+  }
+  SECTION("a file last written before this boot: all of its content is an earlier boot's") {
+    // No fall-back to see (the earlier boot's part only), but the file's mtime predates the boot.
+    std::string path = dir.file("dmesg");
+    append(path, earlier);
+    const timespec times[2] = {{1'600'000'000, 0}, {1'600'000'000, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+    Collected got;
+    auto src = follow(path, "", got);
+    CHECK(got.records.empty());
+    CHECK_THAT(src->health().reason, Catch::Contains("2 record(s) of an earlier boot"));
+    append(path, now);  // this boot writes on: its lines are placed
+    src->poll();
+    src->flush();
+    REQUIRE(got.records.size() == 2);
+    CHECK(got.records[1].time_ns == boot_ns + 550'000'000'000);
+    src->stop();
+  }
+  SECTION("two dumps of this boot (dmesg >> FILE twice) are both placed") {
+    std::string path = dir.file("dmesg");
+    append(path, now + now + "[  560.000000] nvidia-peermem: module loaded\n");
+    Collected got;
+    auto src = follow(path, "", got);
+    REQUIRE(got.records.size() == 5);
+    for (const auto& r : got.records) CHECK(r.time_known);
+    CHECK(src->health().reason.empty());
+    src->stop();
+  }
+}
+
 TEST_CASE("file: a dmesg file that outlived a reboot: stamps past this boot's uptime are not placed in it",
           "[sources][file]") {
   // A file appended by `dmesg -w >> FILE` across a reboot, read from the start (or from a

@@ -406,3 +406,126 @@ TEST_CASE("templates: {host} is the record's host, then the node found, {node_de
   CHECK(s->device == "rechost/sdb");
   CHECK(s->summary == "rechost  sdb [] {unclosed");
 }
+
+TEST_CASE("metric rules load with the packs and their examples are run", "[rules][metrics]") {
+  const char* yaml = R"(metric_rules:
+  - id: metric.t.dbe
+    since: 0.9.0
+    metric: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
+    node_labels: [Hostname, instance]
+    device_labels: [pci_bus_id, gpu]
+    condition: increase
+    symptom: gpu_ecc_dbe
+    sub_domain: hardware
+    category: gpu_memory
+    role: root
+    severity: critical
+    summary: 'GPU {device} of {node}: {value} DBE'
+    meaning: m
+    action: a
+    examples:
+      match:
+        - series: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname="n1",pci_bus_id="00000000:3B:00.0"}'
+          samples: '0 0 2'
+          expect: {node: n1, device: '0000:3b:00.0'}
+      no_match:
+        - series: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{instance="n1.example:9400",gpu="0"}'
+          samples: '5 5 5'
+)";
+  auto loaded = loadRuleSet({{"m.yaml", yaml}}, "0.1.0");
+  for (const auto& e : loaded.errors) UNSCOPED_INFO(e);
+  REQUIRE(loaded.rules);
+  REQUIRE(loaded.rules->metric_rules.size() == 1);
+  CHECK(checkRuleExamples(loaded.rules).empty());
+  // A wrong expectation and a no_match example that meets the condition are both reported.
+  std::string wrong = yaml;
+  wrong.replace(wrong.find("device: '0000:3b:00.0'"), 22, "device: '0000:5d:00.0'");
+  wrong.replace(wrong.find("samples: '5 5 5'"), 16, "samples: '5 5 9'");
+  auto bad = loadRuleSet({{"m.yaml", wrong}}, "0.1.0");
+  REQUIRE(bad.rules);
+  auto problems = checkRuleExamples(bad.rules);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].find("gave device '0000:3b:00.0', expected '0000:5d:00.0'") != std::string::npos);
+  CHECK(problems[1].find("no_match example met the condition") != std::string::npos);
+  // An unknown key and a missing node label are load errors with their line.
+  std::string broken = yaml;
+  broken.replace(broken.find("    node_labels: [Hostname, instance]\n"), 37, "    nodes: [Hostname]\n");
+  auto refused = loadRuleSet({{"m.yaml", broken}}, "0.1.0");
+  CHECK_FALSE(refused.rules);
+  REQUIRE(refused.errors.size() == 2);
+  for (const auto& e : refused.errors) UNSCOPED_INFO(e);
+  CHECK(refused.errors[0].find("m.yaml:5: unknown key 'nodes'") != std::string::npos);
+}
+
+TEST_CASE("metric rules: conditions over a series, the node it names, the symptom it stands for", "[rules][metrics]") {
+  MetricRule r;
+  r.id = "metric.t";
+  r.metric = "X";
+  r.node_labels = {"Hostname", "instance"};
+  r.device_labels = {"pci_bus_id"};
+  MetricSeries s;
+  s.labels = {{"__name__", "X"}, {"instance", "gpu-a01.cluster:9400"}, {"pci_bus_id", "00000000:3B:00.0"}};
+  const int64_t sec = 1'000'000'000;
+  auto at = [&](std::vector<double> values) {  // the first value 10 s before the window, then every 10 s
+    s.samples.clear();
+    for (size_t i = 0; i < values.size(); ++i) s.samples.emplace_back(int64_t(i) * 10 * sec, values[i]);
+  };
+  const int64_t start = 10 * sec, end = 1000 * sec;
+  CHECK(metricSeriesNode(r, s, {"gpu-a02", "gpu-a01"}) == "gpu-a01");
+  CHECK(metricSeriesNode(r, s, {"gpu-a02"}).empty());
+  SECTION("increase: from the sample before the window; a reset counts from zero") {
+    r.condition = MetricCondition::kIncrease;
+    at({4, 4, 4});
+    CHECK_FALSE(evaluateMetricRule(r, s, start, end));
+    at({4, 4, 1, 1});
+    auto hit = evaluateMetricRule(r, s, start, end);
+    REQUIRE(hit);
+    CHECK(hit->time_ns == 20 * sec);
+    CHECK(hit->value == 1);
+    at({4, 4, 6});
+    CHECK(evaluateMetricRule(r, s, start, 15 * sec) == std::nullopt);  // the rise is after the window
+  }
+  SECTION("above, held for a time; edge needs a sample not meeting it first") {
+    r.condition = MetricCondition::kAbove;
+    r.threshold = 90;
+    r.for_ns = 20 * sec;
+    at({95, 95, 95, 95});
+    auto hit = evaluateMetricRule(r, s, start, end);
+    REQUIRE(hit);
+    CHECK(hit->time_ns == 10 * sec);
+    r.edge = true;
+    CHECK_FALSE(evaluateMetricRule(r, s, start, end));
+    at({80, 95, 95, 95});
+    REQUIRE(evaluateMetricRule(r, s, start, end));
+    at({80, 95, 80, 95});  // never held 20 s
+    CHECK_FALSE(evaluateMetricRule(r, s, start, end));
+  }
+  SECTION("changes_to_nonzero and the log rule it stands for") {
+    r.condition = MetricCondition::kChangesToNonZero;
+    r.as_rule = "xid.{value}";
+    r.sub_domain = SubDomain::kHardware;
+    r.role = Role::kContext;
+    r.summary_template = "Xid {value} on {device} of {node}";
+    at({79, 79, 79});
+    CHECK_FALSE(evaluateMetricRule(r, s, start, end));
+    at({0, 0, 48, 48});
+    auto hit = evaluateMetricRule(r, s, start, end);
+    REQUIRE(hit);
+    CHECK(hit->last_ns == 30 * sec);
+    auto rules = loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+    REQUIRE(rules.rules);
+    Symptom sym = metricSymptom(r, s, *hit, "gpu-a01", rules.rules.get(), "prometheus http://p:9090");
+    CHECK(sym.rule_id == "xid.48");
+    CHECK(sym.role == Role::kRoot);  // xid.48's classification, not the metric rule's context
+    CHECK(sym.device == "0000:3b:00.0");
+    CHECK(sym.source_kind == SourceKind::kMetric);
+    CHECK(sym.summary == "Xid 48 on 0000:3b:00.0 of gpu-a01");
+    REQUIRE(sym.evidence.size() == 1);
+    CHECK(sym.evidence[0].find("X{instance=\"gpu-a01.cluster:9400\",pci_bus_id=\"00000000:3B:00.0\"} changed from 0 to 48") == 0);
+    // An Xid without a rule keeps the metric rule's own classification.
+    at({0, 0, 999});
+    Symptom other = metricSymptom(r, s, *evaluateMetricRule(r, s, start, end), "gpu-a01", rules.rules.get(), "");
+    CHECK(other.rule_id == "metric.t");
+    CHECK(other.role == Role::kContext);
+  }
+}

@@ -95,14 +95,14 @@ TEST_CASE("attribute --baseline: lines the good run printed too are not listed",
   put(good.path / "job.json", R"({"job_id": "30", "state": "COMPLETED", "exit_code": "0:0",
     "start_time": "2024-05-31T10:00:00Z", "end_time": "2024-05-31T11:00:00Z", "nodelist": "n[1-3]"})");
   std::string error;
-  auto d = offline::attributeBundle(bad.path.string(), rules(), &error, {}, {good.path.string()});
+  auto d = offline::attributeBundle(bad.path.string(), rules(), &error, {}, {}, {good.path.string()});
   INFO(error);
   REQUIRE(d);
   INFO(common::renderReport(*d));
   CHECK(d->unrecognized.empty());
   CHECK_FALSE(d->divergent_node);
   // A baseline that cannot be read is an error, not a silent nothing.
-  CHECK_FALSE(offline::attributeBundle(bad.path.string(), rules(), &error, {}, {(bad.path / "nope").string()}));
+  CHECK_FALSE(offline::attributeBundle(bad.path.string(), rules(), &error, {}, {}, {(bad.path / "nope").string()}));
   CHECK(error.find("baseline") == 0);
 }
 

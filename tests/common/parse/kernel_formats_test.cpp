@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/parse/boot_segments.h"
 #include "parse_test_util.h"
 
 using namespace faultline::common;
@@ -206,5 +207,65 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
     CHECK(r.records[1].time_ns == o.boot_time_ns.value() + 250'500'000'000);
     CHECK(r.records[1].ident == "kernel");
     CHECK(r.records[2].text == "pcieport 0000:00:01.0: AER: Uncorrected");
+  }
+}
+
+TEST_CASE("dmesg raw: where the newest boot begins in a file appended across reboots") {
+  using faultline::common::parse::newestBootStart;
+  const std::string boot1 =
+      "[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+      "[    1.250000] pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200\n"
+      "[  300.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n";
+  const std::string boot2 =
+      "[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)\n"
+      "[    1.250007] pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200\n"
+      "[  200.000000] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error\n";
+  SECTION("one boot: from the start") {
+    CHECK(newestBootStart(boot1) == 0);
+    CHECK(newestBootStart("") == 0);
+    CHECK(newestBootStart("no stamps here\nnor here\n") == 0);
+  }
+  SECTION("dmesg -w >> FILE across a reboot: the second boot's first line") {
+    CHECK(newestBootStart(boot1 + boot2) == boot1.size());
+    // The same with --decode and <N> prefixes, CRLF endings and unstamped lines between.
+    const std::string decoded =
+        "kern  :info  : [    0.000000] Linux version 6.1.0\r\n"
+        "kern  :err   : [  300.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1\r\n"
+        "  a continuation line\r\n";
+    const std::string next = "<6>[    0.000000] Linux version 6.1.0\r\n<3>[   12.000000] later\r\n";
+    CHECK(newestBootStart(decoded + next) == decoded.size());
+  }
+  SECTION("three boots: the last") {
+    CHECK(newestBootStart(boot1 + boot2 + boot1) == boot1.size() + boot2.size());
+  }
+  SECTION("dmesg >> FILE run twice in one boot: both dumps are of the newest boot") {
+    // The second dump repeats the first one's last line (same stamp, same text) and goes on.
+    const std::string later = boot1 + "[  400.000000] nvidia-peermem: module loaded\n";
+    CHECK(newestBootStart(boot1 + later) == 0);
+    // After a reboot, then two dumps of the new boot: from the new boot's first dump.
+    CHECK(newestBootStart(boot2 + boot1 + later) == boot2.size());
+  }
+  SECTION("a ring buffer that overwrote the first dump's last line: taken as another boot") {
+    // Nothing ties the dumps together: the earlier one is not placed (left out), never misplaced.
+    const std::string second = "[  120.000000] the oldest line left\n[  350.000000] something newer\n";
+    CHECK(newestBootStart(boot1 + second) == boot1.size());
+  }
+  SECTION("stamps a little out of order (CPUs) are not a reboot") {
+    const std::string jitter =
+        "[  100.000000] a\n[   99.600000] b from another CPU\n[  100.200000] c\n";
+    CHECK(newestBootStart(jitter) == 0);
+  }
+  SECTION("two passes over pieces give the offset within the whole") {
+    faultline::common::parse::BootSegments segments;
+    const std::string all = boot1 + boot2;
+    uint64_t off = 1000;  // the scan began at a checkpoint, not at 0
+    for (size_t pos = 0; pos < all.size();) {
+      size_t nl = all.find('\n', pos);
+      segments.scan(std::string_view(all).substr(pos, nl - pos), off + pos);
+      pos = nl + 1;
+    }
+    REQUIRE(segments.hasFallBack());
+    CHECK(segments.lastSegmentStart() == off + boot1.size());
+    CHECK(segments.newestBootStart() == off + boot1.size());
   }
 }
