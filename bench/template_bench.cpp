@@ -33,6 +33,7 @@
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
 #include "common/template_miner.h"
+#include "common/unrecognized.h"
 
 namespace {
 
@@ -97,10 +98,11 @@ int main(int argc, char** argv) {
   }
   faultline::common::RuleEngine engine(loaded.rules);
 
-  std::printf("%-28s %10s %8s %10s %9s %9s %11s %9s %12s %12s\n", "file", "records", "MiB", "templates", "tpl/MiB",
-              "evicted", "miner KiB", "shortcut", "miner/engine", "parse/engine");
+  std::printf("%-28s %10s %8s %10s %9s %9s %11s %9s %12s %12s %12s %9s\n", "file", "records", "MiB", "templates",
+              "tpl/MiB", "evicted", "miner KiB", "shortcut", "miner/engine", "parse/engine", "wired/engine", "unmatched");
   for (const auto& f : files) {
-    double engine_cpu = 1e300, parse_cpu = 1e300, mine_cpu = 1e300;
+    double engine_cpu = 1e300, parse_cpu = 1e300, mine_cpu = 1e300, wired_cpu = 1e300;
+    uint64_t unmatched_lines = 0;
     uint64_t records = 0, bytes = 0;
     size_t templates = 0, memory = 0;
     uint64_t evicted = 0, hits = 0;
@@ -109,6 +111,14 @@ int main(int argc, char** argv) {
       auto scan = faultline::offline::scanFile(f, "", engine, nullptr, true);
       engine_cpu = std::min(engine_cpu, cpuSeconds() - t0);
       records = scan.coverage.records;
+
+      // The path `faultline attribute` takes: the error words searched too, the records holding
+      // one that no rule matched mined (common/unrecognized.h).
+      faultline::common::UnmatchedLines unmatched;
+      t0 = cpuSeconds();
+      faultline::offline::scanFile(f, "", engine, nullptr, true, &unmatched);
+      wired_cpu = std::min(wired_cpu, cpuSeconds() - t0);
+      unmatched_lines = unmatched.lines();
 
       t0 = cpuSeconds();
       uint64_t sink_bytes = 0;
@@ -143,16 +153,21 @@ int main(int argc, char** argv) {
     }
     double mib = static_cast<double>(bytes) / (1 << 20);
     std::string name = f.substr(f.rfind('/') + 1);
-    std::printf("%-28s %10llu %8.1f %10zu %9.2f %9llu %11.0f %8.1f%% %12.3f %12.3f\n", name.c_str(),
+    std::printf("%-28s %10llu %8.1f %10zu %9.2f %9llu %11.0f %8.1f%% %12.3f %12.3f %12.3f %9llu\n", name.c_str(),
                 static_cast<unsigned long long>(records), mib, templates, static_cast<double>(templates) / mib,
                 static_cast<unsigned long long>(evicted), static_cast<double>(memory) / 1024,
                 100.0 * static_cast<double>(hits) / static_cast<double>(std::max<uint64_t>(records, 1)),
-                mine_cpu / engine_cpu, parse_cpu / engine_cpu);
+                mine_cpu / engine_cpu, parse_cpu / engine_cpu, wired_cpu / engine_cpu,
+                static_cast<unsigned long long>(unmatched_lines));
   }
   std::printf("\nminer/engine = CPU of TemplateMiner::add on every record / CPU of `faultline scan -q` (in process), same\n"
               "records: the miner's cost per record as a share of the engine's. parse/engine = a parse handing on every\n"
               "record (no literal filter) / engine: what a pass that sees every record pays before any miner.\n"
               "shortcut: records that joined a template by their signature (TemplateMiner::shortcutHits).\n"
+              "wired/engine = the engine's pass as `faultline attribute` runs it (error words searched next to the\n"
+              "rules' literals, the records holding one that no rule matched mined: common/unrecognized.h) / engine;\n"
+              "wired/engine - 1 is what the template layer adds per record (issue 30's budget: <= 0.25).\n"
+              "unmatched: lines that reached the miner on that path.\n"
               "Best of %d runs each; templates under the default bound (4096), evicted: templates dropped for it.\n",
               repeat);
   return 0;

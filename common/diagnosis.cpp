@@ -43,6 +43,28 @@ Cause causeFrom(const json& j) {
   return c;
 }
 
+json unrecognizedJson(const UnrecognizedLine& u) {
+  return json{{"template", u.template_text}, {"count", u.count},          {"nodes", u.nodes},
+              {"first_line", u.first_line},  {"first_node", u.first_node},
+              {"first_time", timeJson(u.first_ns, u.time_known)},        {"why", u.why}};
+}
+
+UnrecognizedLine unrecognizedFrom(const json& j) {
+  UnrecognizedLine u;
+  u.template_text = j.value("template", "");
+  u.count = j.value("count", uint64_t{0});
+  u.nodes = j.value("nodes", std::vector<std::string>{});
+  u.first_line = j.value("first_line", "");
+  u.first_node = j.value("first_node", "");
+  if (j.contains("first_time") && j["first_time"].is_string())
+    if (auto t = parseTimestampNs(j["first_time"].get<std::string>())) {
+      u.first_ns = *t;
+      u.time_known = true;
+    }
+  u.why = j.value("why", std::vector<std::string>{});
+  return u;
+}
+
 }  // namespace
 
 json toJson(const CoverageEntry& c) {
@@ -121,6 +143,13 @@ json toJson(const Diagnosis& d) {
   for (const auto& c : d.coverage) j["coverage"].push_back(toJson(c));
   j["ruleset_version"] = d.ruleset_version;
   j["explanation"] = d.explanation;
+  j["unrecognized"] = json::array();
+  for (const auto& u : d.unrecognized) j["unrecognized"].push_back(unrecognizedJson(u));
+  j["divergent_node"] = d.divergent_node ? json{{"node", d.divergent_node->node},
+                                                {"confidence", d.divergent_node->confidence},
+                                                {"confidence_band", confidenceBand(d.divergent_node->confidence)},
+                                                {"why", d.divergent_node->why}}
+                                         : json(nullptr);
   return j;
 }
 
@@ -169,6 +198,14 @@ std::optional<Diagnosis> diagnosisFromJson(const json& j, std::string* error) {
       for (const auto& c : j["coverage"]) d.coverage.push_back(coverageFromJson(c));
     d.ruleset_version = j.value("ruleset_version", "");
     d.explanation = j.value("explanation", "");
+    // Documents written before issue 30 have neither key.
+    if (j.contains("unrecognized") && j["unrecognized"].is_array())
+      for (const auto& u : j["unrecognized"])
+        if (u.is_object()) d.unrecognized.push_back(unrecognizedFrom(u));
+    if (j.contains("divergent_node") && j["divergent_node"].is_object()) {
+      const auto& v = j["divergent_node"];
+      d.divergent_node = DivergentNode{v.value("node", ""), v.value("confidence", 0.0), v.value("why", "")};
+    }
     return d;
   } catch (const json::exception& e) {
     *error = e.what();
@@ -216,6 +253,9 @@ std::string renderReport(const Diagnosis& d) {
                     c.rule_id, subDomainName(c.sub_domain)));
   if (!d.recommended_action.empty()) add("action:      " + d.recommended_action);
   if (!d.explanation.empty()) add("why:         " + d.explanation);
+  if (d.divergent_node)
+    add(fmt::format("lead:        {} ({:.0f}%, {}): {}", d.divergent_node->node, d.divergent_node->confidence * 100,
+                    confidenceBand(d.divergent_node->confidence), d.divergent_node->why));
   if (!d.chain.empty()) {
     add("");
     add("chain:");
@@ -225,6 +265,19 @@ std::string renderReport(const Diagnosis& d) {
       add(fmt::format("  {:24} {:9} {:28} x{:<5} {:22} {}", e.time_known ? formatTimeNs(e.time_ns) : "-",
                       roleName(e.role), e.symptom, e.count, where, e.rule_id));
       if (!e.because.empty()) add(fmt::format("  {:24} {}", "", e.because));
+    }
+  }
+  if (!d.unrecognized.empty()) {
+    add("");
+    add("unrecognized (error lines no rule matched, most unusual first):");
+    for (const auto& u : d.unrecognized) {
+      std::string where = u.nodes.empty() ? "(job)" : u.nodes.front();
+      if (u.nodes.size() > 1) where += fmt::format(" (+{} nodes)", u.nodes.size() - 1);
+      add(fmt::format("  {:24} x{:<5} {:22} {}", u.time_known ? formatTimeNs(u.first_ns) : "-", u.count, where,
+                      u.first_line.substr(0, u.first_line.find('\n'))));
+      std::string why;
+      for (const auto& w : u.why) why += (why.empty() ? "" : "; ") + w;
+      add(fmt::format("  {:24} {}", "", why));
     }
   }
   if (!d.coverage.empty()) {

@@ -85,6 +85,30 @@ std::string_view confidenceBand(double confidence);
 // node), "none" (a lead, or the job's own fault: application).
 std::string_view nodeAdvice(double confidence, SubDomain verdict);
 
+// A failure-indicating line no rule matched (issue 30; common/unrecognized.h decides which): a
+// log template whose text carries the error lexicon and that is unusual for this job.
+struct UnrecognizedLine {
+  std::string template_text;        // the masked template ("<NUM>", "<*>" where lines differ)
+  uint64_t count = 0;               // lines of this template in the job's logs
+  std::vector<std::string> nodes;   // nodes that printed it, sorted ("" never: job-wide lines
+                                    // whose node is unknown are left out)
+  std::string first_line;           // the first line of the template as read
+  std::string first_node;           // ... and its node ("" when unknown)
+  int64_t first_ns = 0;             // the earliest timed line of the template
+  bool time_known = false;
+  // Why it is unusual, most telling first: "spatial: ...", "cross-job: ...", "temporal: ...".
+  std::vector<std::string> why;
+};
+
+// Issue 30 part 3: the node whose logs hold failure-indicating lines the job's other nodes (all
+// with logs of the same kind) did not print. Only when the rules decided nothing; always a
+// lead (confidence < 0.5), never in `responsible`, never changing the sub_domain.
+struct DivergentNode {
+  std::string node;
+  double confidence = 0;
+  std::string why;
+};
+
 struct Diagnosis {
   int schema_version = kDiagnosisSchemaVersion;
   std::string job_id;
@@ -102,6 +126,10 @@ struct Diagnosis {
   std::vector<CoverageEntry> coverage;
   std::string ruleset_version;
   std::string explanation;  // one or two sentences: why this verdict
+  // Failure-indicating lines no rule matched, most unusual first (bounded); empty from the live
+  // aggregator until agents ship templates.
+  std::vector<UnrecognizedLine> unrecognized;
+  std::optional<DivergentNode> divergent_node;
 };
 
 nlohmann::json toJson(const Diagnosis& d);

@@ -1,7 +1,9 @@
 #include "common/error_lexicon.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <unordered_set>
 
 namespace faultline::common {
 
@@ -105,6 +107,22 @@ constexpr Phrase kPhrases[] = {
     {{"non", "recoverable"}, 2},
     {{"null", "pointer"}, 2},
 };
+
+// The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
+// up, not compared with every entry (the template layer calls this on every unmatched record).
+// Built on first use, immutable after, so safe to share between threads.
+struct Index {
+  std::unordered_set<std::string_view> words;
+  std::unordered_set<std::string_view> phrase_ends;
+  Index() {
+    for (auto w : kWords) words.insert(w);
+    for (const Phrase& p : kPhrases) phrase_ends.insert(p.w[p.n - 1]);
+  }
+};
+const Index& index() {
+  static const Index idx;
+  return idx;
+}
 
 template <size_t N>
 bool in(const std::string_view (&set)[N], std::string_view w) {
@@ -223,17 +241,20 @@ bool carriesErrorLexicon(std::string_view text) {
     std::string_view v = w.variable ? kVariable : w.view();
     std::string_view prev = seen >= 2 ? (back(1).variable ? kVariable : back(1).view()) : std::string_view();
 
-    for (const Phrase& p : kPhrases) {
-      if (p.n > seen || p.w[p.n - 1] != v) continue;
-      bool all = true;
-      for (size_t k = 1; k < p.n && all; ++k) {
-        const Word& b = back(k);
-        all = !b.variable && b.view() == p.w[p.n - 1 - k];
+    const Index& idx = index();
+    if (idx.phrase_ends.count(v)) {
+      for (const Phrase& p : kPhrases) {
+        if (p.n > seen || p.w[p.n - 1] != v) continue;
+        bool all = true;
+        for (size_t k = 1; k < p.n && all; ++k) {
+          const Word& b = back(k);
+          all = !b.variable && b.view() == p.w[p.n - 1 - k];
+        }
+        if (all) return true;
       }
-      if (all) return true;
     }
     if (exitValueFollows(prev, v)) pending_exit = true;
-    if (!in(kWords, v)) continue;
+    if (!idx.words.count(v)) continue;
     // "no error", "without errors", "0 errors"; a zero before a singular word is not a count
     // ("QID 0 timeout").
     bool plural = v.back() == 's';
@@ -251,6 +272,37 @@ bool carriesErrorLexicon(std::string_view text) {
     if (!negated) return true;
   }
   return pending_countable;
+}
+
+std::vector<LiteralScanner::Expression> errorLexiconExpressions() {
+  // Words with a shorter word of the list as their start add nothing ("err" finds "errors"):
+  // a hit only says "look at this line".
+  std::vector<std::string_view> words(std::begin(kWords), std::end(kWords));
+  words.push_back("exit");
+  words.push_back("return");
+  std::vector<std::string_view> starts;
+  for (auto w : words) {
+    bool covered = false;
+    for (auto o : words) covered = covered || (o.size() < w.size() && w.substr(0, o.size()) == o);
+    if (!covered && std::find(starts.begin(), starts.end(), w) == starts.end()) starts.push_back(w);
+  }
+  // Three expressions (one automaton each is cheaper per byte than one per word): the words in
+  // lower or upper case at a word start, capitalized anywhere, and the phrases in any case.
+  std::string at_start, capitalized, phrases;
+  for (auto w : starts) {
+    std::string upper(w), cap(w);
+    for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    cap[0] = upper[0];
+    ((at_start += at_start.empty() ? "" : "|") += std::string(w)) += "|" + upper;
+    (capitalized += capitalized.empty() ? "" : "|") += cap;
+  }
+  for (const Phrase& p : kPhrases) {
+    phrases += phrases.empty() ? "" : "|";
+    for (size_t k = 0; k < p.n; ++k) (phrases += k ? "[ -]" : "") += std::string(p.w[k]);
+  }
+  return {{"(?:^|[^A-Za-z0-9])(?:" + at_start + ")", false},
+          {"(?:" + capitalized + ")", false},
+          {"(?:^|[^A-Za-z0-9])(?:" + phrases + ")", true}};
 }
 
 }  // namespace faultline::common

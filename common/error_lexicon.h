@@ -1,10 +1,15 @@
 // The error lexicon: whether a log template (or a raw message) says that something went wrong.
 //
 // One half of issue 30's "failure-indicating line" (the other half, that the template is
-// unusual, is decided elsewhere). Pure, no allocation, thread-safe.
+// unusual, is decided elsewhere). Pure and thread-safe; the only allocation is its word index,
+// built once on first use.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "common/parse/literal_scan.h"
 
 namespace faultline::common {
 
@@ -24,5 +29,17 @@ namespace faultline::common {
 // cudaErrorNoDevice and OOMKilled all say error / killed, while "terror" and "errorless" do not.
 // "error_count=0" is a zero count.
 bool carriesErrorLexicon(std::string_view text);
+
+// Expressions for a raw-byte prefilter (LiteralScanner::buildExpressions): a text that
+// carriesErrorLexicon nearly always holds a match. Three: the lexicon's words (and "exit",
+// "return" for exit values) in lower or upper case at a word start (after a byte that is no
+// letter or digit, or at a line start); the same words capitalized anywhere (RuntimeError,
+// OOMKilled); the phrases in any case, their words joined by one space or '-' ("read-only"). A
+// word that starts with another of the list is left to that one ("err" finds "errors"). A word
+// inside another ("default", "debug", "install") is no match, which keeps the lines that reach
+// the lexicon few. Not seen: mixed case other than capitalized ("eRRor"), a phrase written with
+// another separator ("not_found", two spaces, a line break), an exit value after a bare "rc" or
+// "with code|status" ("rc=1", "ended with status 2").
+std::vector<LiteralScanner::Expression> errorLexiconExpressions();
 
 }  // namespace faultline::common

@@ -56,6 +56,10 @@ struct LogRecord {
   // literals_of; 0: not known (the rule engine searches the text itself).
   uint64_t literals_of = 0;
   std::vector<int> literal_ids;
+  // The parser's literal search found no rule literal in the record's lines (it was handed on for
+  // an error word, ParseOptions::error_words, or as the first record with both clocks): no rule
+  // can match it. False when not known.
+  bool rule_literals_absent = false;
 };
 
 }  // namespace faultline::common

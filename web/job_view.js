@@ -151,6 +151,9 @@
       d.confidence_band + " (" + Math.round((d.confidence || 0) * 100) + "%): " +
       ({strong: "act on it", likely: "inspect before acting", lead: "a place to look, not a verdict"}[d.confidence_band] || "")));
     append(grid, field("cause", "cause rule", cause ? cause.rule_id : ""));
+    if (d.divergent_node) append(grid, field("divergent_node", "lead node",
+      d.divergent_node.node + " (" + (d.divergent_node.confidence_band || "lead") + ", " +
+      Math.round((d.divergent_node.confidence || 0) * 100) + "%): " + (d.divergent_node.why || "")));
     if (cause) {
       append(grid, el("div", {class: "kv"}, el("span", {class: "k"}, "what"),
         el("span", {class: "v"}, cause.summary || cause.symptom || "",
@@ -370,6 +373,29 @@
     return sec;
   }
 
+  // Error lines no rule matched that are unusual for the job (issue 30), most unusual first.
+  function renderUnrecognized(d) {
+    var lines = d.unrecognized || [];
+    var sec = section("unrecognized", "Unrecognized error lines" + (lines.length ? " (" + lines.length + ")" : ""));
+    if (!lines.length) {
+      append(sec, el("p", {class: "muted"}, "None listed: no unusual error line was left unmatched by the rules" +
+        (d.verdict ? " (the live aggregator lists none until agents ship templates)." : ".")));
+      return sec;
+    }
+    var t = table("unrecognized-table", ["first (UTC)", "count", "nodes", "first line", "why unusual", "template"]);
+    lines.forEach(function (u) {
+      append(t.body, el("tr", {"data-nodes": (u.nodes || []).join(",")},
+        el("td", {class: "nowrap"}, u.first_time ? fmtTime(u.first_time) : "untimed"),
+        el("td", {class: "num"}, String(u.count || 1)),
+        el("td", {class: "nowrap"}, nodeList(u.nodes || [], 3)),
+        el("td", null, el("code", {class: "evidence"}, u.first_line || "")),
+        el("td", {class: "small"}, (u.why || []).join("; ")),
+        el("td", {class: "mono small"}, u.template || "")));
+    });
+    append(sec, el("div", {class: "scroll"}, t.table));
+    return sec;
+  }
+
   function isGap(c) {
     return c.status === "missing" || c.status === "partial" || c.status === "error" || (c.skipped || 0) > 0;
   }
@@ -471,6 +497,7 @@
     if (d.sub_domain === "ambiguous" || (d.candidates && d.candidates.length)) append(container, renderCandidates(d));
     append(container, renderTimeline(d));
     append(container, renderChain(d));
+    append(container, renderUnrecognized(d));
     append(container, renderCoverage(d));
     append(container, renderRevisions(d, opts.job));
   }

@@ -77,7 +77,8 @@ struct PrometheusArgs {
 };
 
 int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles, bool json,
-                 size_t systemic, const std::string& html, const PrometheusArgs& prom) {
+                 size_t systemic, const std::string& html, const PrometheusArgs& prom,
+                 const std::vector<std::string>& baselines) {
   if (!html.empty() && bundles.size() != 1) {
     std::fprintf(stderr, "faultline: --html takes exactly one bundle\n");
     return 2;
@@ -116,7 +117,7 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   nlohmann::json all = nlohmann::json::array();
   for (const auto& b : bundles) {
     std::string error;
-    auto d = offline::attributeBundle(b, engine, &error, opts, metrics);
+    auto d = offline::attributeBundle(b, engine, &error, opts, metrics, baselines);
     if (!d) {
       std::fprintf(stderr, "faultline: %s\n", error.c_str());
       rc = 2;
@@ -163,6 +164,20 @@ int cmdRulesCheck(const std::vector<std::string>& dirs) {
   std::printf("ok: %zu rules, %zu examples, %zu causality relations with %zu examples, %zu metric rules with %zu examples, ruleset %s\n",
               loaded.rules->rules.size(), examples, loaded.rules->relations.size(), relation_examples,
               loaded.rules->metric_rules.size(), metric_examples, loaded.rules->version.c_str());
+  return 0;
+}
+
+// Prints the failure-indicating templates of the bundles as rule skeletons; writes nothing.
+int cmdRulesSuggest(const std::vector<std::string>& rule_dirs, const std::vector<std::string>& bundles,
+                    const std::vector<std::string>& baselines) {
+  common::RuleEngine engine(loadRulesOrDie(rule_dirs));
+  std::string error;
+  auto yaml = offline::suggestRules(bundles, baselines, engine, &error);
+  if (!yaml) {
+    std::fprintf(stderr, "faultline: %s\n", error.c_str());
+    return 2;
+  }
+  std::cout << *yaml;
   return 0;
 }
 
@@ -305,6 +320,10 @@ int main(int argc, char** argv) {
   std::string html;
   attribute->add_option("--html", html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
   attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
+  std::vector<std::string> baselines;
+  attribute->add_option("--baseline", baselines,
+                        "bundle of a good run of the same workload (repeatable): error lines it printed too are "
+                        "not listed as unrecognized");
   PrometheusArgs prom;
   attribute->add_option("--prometheus", prom.url,
                         "also ask this PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) for the "
@@ -326,6 +345,13 @@ int main(int argc, char** argv) {
   auto* classify = rules->add_subcommand("classify", "the domain each line reads most like (a lead, from the rules' examples)");
   std::vector<std::string> classify_lines;
   classify->add_option("line", classify_lines, "log lines (default: one per line on stdin)");
+
+  auto* suggest = rules->add_subcommand(
+      "suggest", "print the error lines no rule matched in bundles as YAML rule skeletons (writes nothing)");
+  std::vector<std::string> suggest_bundles, suggest_baselines;
+  suggest->add_option("bundle", suggest_bundles, "bundle directories")->required();
+  suggest->add_option("--baseline", suggest_baselines,
+                      "bundle of a good run (repeatable): lines it printed too are not suggested");
 
   auto* scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
   std::vector<std::string> files;
@@ -361,9 +387,10 @@ int main(int argc, char** argv) {
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
   if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
   if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, prom);
+  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, prom, baselines);
   if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
   if (*list) return cmdRulesList(rule_dirs, patterns);
+  if (*suggest) return cmdRulesSuggest(rule_dirs, suggest_bundles, suggest_baselines);
   if (*classify) return cmdRulesClassify(classify_lines);
   if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
   return 0;

@@ -2,16 +2,44 @@
 
 #include <map>
 
+#include "common/rule_skeleton.h"
 #include "common/wire.h"
 
 namespace faultline::offline {
 
+std::optional<std::vector<common::UnrecognizedLine>> failureIndicatingLines(
+    const Bundle& bundle, const common::RuleEngine& engine, const std::vector<std::string>& baselines,
+    std::string* error, common::UnusualContext* context_out) {
+  common::UnusualContext ctx;
+  ctx.covered = bundle.covered_by_kind;
+  ctx.start_ns = bundle.job.start_ns;
+  ctx.end_ns = bundle.job.end_ns;
+  ctx.last_line_ns = bundle.last_record_ns;
+  for (const auto& dir : baselines) {
+    std::string why;
+    auto good = loadBundle(dir, engine, &why);
+    if (!good) {
+      *error = "baseline " + why;
+      return std::nullopt;
+    }
+    ctx.has_baseline = true;
+    for (const auto& t : good->unmatched) ctx.baseline.push_back(t.text);
+  }
+  auto lines = common::findFailureIndicating(bundle.unmatched, ctx);
+  if (context_out) *context_out = std::move(ctx);
+  return lines;
+}
+
 std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const common::RuleEngine& engine,
                                                  std::string* error, const common::CorrelatorOptions& options,
-                                                 const EvidenceSource& more) {
+                                                 const EvidenceSource& more,
+                                                 const std::vector<std::string>& baselines) {
   auto bundle = loadBundle(dir, engine, error);
   if (!bundle) return std::nullopt;
   if (more) more(bundle->job, &bundle->symptoms, &bundle->coverage);
+  common::UnusualContext unusual;
+  auto unrecognized = failureIndicatingLines(*bundle, engine, baselines, error, &unusual);
+  if (!unrecognized) return std::nullopt;
   // Symptoms cross the same Cap'n Proto encoding the agents use, so offline and online verdicts
   // see identical data.
   std::map<std::string, common::SymptomBatchData> batches;
@@ -48,7 +76,49 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
       with_facts.covered_nodes->insert(c.node);
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);
+  d.unrecognized = std::move(*unrecognized);
+  d.divergent_node = common::divergentNode(d.unrecognized, bundle->job.nodes, unusual, d);
+  if (d.divergent_node)
+    d.explanation += (d.explanation.empty() ? "" : " ") + std::string("A lead, not a verdict: ") +
+                     d.divergent_node->why + ".";
   return d;
+}
+
+std::optional<std::string> suggestRules(const std::vector<std::string>& bundles,
+                                        const std::vector<std::string>& baselines,
+                                        const common::RuleEngine& engine, std::string* error) {
+  std::vector<common::RuleSkeletonInput> skeletons;
+  for (const auto& dir : bundles) {
+    auto bundle = loadBundle(dir, engine, error);
+    if (!bundle) return std::nullopt;
+    auto lines = failureIndicatingLines(*bundle, engine, baselines, error);
+    if (!lines) return std::nullopt;
+    for (const auto& u : *lines) {
+      common::RuleSkeletonInput r;
+      r.template_text = u.template_text;
+      r.nodes = u.nodes;
+      r.count = u.count;
+      r.why = u.why;
+      r.source = dir;
+      r.examples = {u.first_line};
+      for (const auto& t : bundle->unmatched) {
+        if (t.text != u.template_text) continue;
+        r.examples = t.examples;
+        for (auto k : t.kinds) r.sources += (r.sources.empty() ? "" : ", ") + std::string(common::sourceKindName(k));
+        break;
+      }
+      skeletons.push_back(std::move(r));
+    }
+  }
+  std::vector<std::string> header = {
+      "faultline rules suggest: the error lines no rule matched, as rule skeletons (docs/rules.md).",
+      "A starting point, not a rule: decide every TODO (docs/taxonomy.md for sub_domain and role),",
+      "tighten the pattern, add no_match lines, then add the rule to a pack under rules/ yourself.",
+  };
+  for (const auto& b : bundles) header.push_back("bundle: " + b);
+  for (const auto& b : baselines) header.push_back("baseline (lines it printed are left out): " + b);
+  if (skeletons.empty()) header.push_back("no failure-indicating line was left unmatched");
+  return common::ruleSkeletonsYaml(skeletons, header);
 }
 
 }  // namespace faultline::offline

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "aggregator/offline/kube_job.h"
+#include "common/error_lexicon.h"
 #include "common/journal/journal_file_reader.h"
 #include "common/symptom_aggregator.h"
 
@@ -112,26 +113,56 @@ int formatOrder(LogFormat f) {
   }
 }
 
+// The error lexicon's words as a raw-byte prefilter (ParseOptions::error_words); built
+// once, immutable, shared by every parser. Null when Vectorscan refuses it (then only records
+// with a rule literal reach the miner).
+std::shared_ptr<const common::LiteralScanner> errorWordScanner() {
+  static const std::shared_ptr<const common::LiteralScanner> scanner = [] {
+    std::string error;
+    return common::LiteralScanner::buildExpressions(common::errorLexiconExpressions(), &error);
+  }();
+  return scanner;
+}
+
 struct FileScan {
   FileScan(const common::RuleEngine& e, common::MatchContext c, common::SymptomAggregator* a,
-           std::vector<Symptom>* d)
-      : engine(e), ctx(std::move(c)), agg(a), direct(d) {}
+           std::vector<Symptom>* d, common::UnmatchedLines* u = nullptr, std::string sole = {})
+      : engine(e), ctx(std::move(c)), agg(a), direct(d), unmatched(u), sole_node(std::move(sole)) {}
   const common::RuleEngine& engine;
   common::MatchContext ctx;
   common::SymptomAggregator* agg;
   std::vector<Symptom>* direct;  // when not aggregating
+  common::UnmatchedLines* unmatched;  // records no rule matched go here, when set
+  std::string sole_node;              // a one-node job's node: where job-wide lines belong
   // Boot-time evidence: UTC time minus time since boot, from records that have both.
   std::optional<int64_t> boot_estimate;
+  int64_t last_ns = 0;  // the latest timed record handed on (where the logs stop)
 
   void onRecord(LogRecord&& rec) {
+    if (rec.time_known) last_ns = std::max(last_ns, rec.time_ns);
     // Untimed records (tracebacks in rank logs) stay untimed: borrowing a neighbour's time
     // could put an echo of a fault minutes before the fault itself.
     if (rec.time_known && rec.monotonic_ns >= 0 && !boot_estimate)
       boot_estimate = rec.time_ns - rec.monotonic_ns;
-    auto s = engine.extract(rec, ctx);
-    if (!s) return;
+    std::optional<Symptom> s;
+    if (!rec.rule_literals_absent) s = engine.extract(rec, ctx);
+    if (!s) {
+      if (unmatched) unmatched->add(rec, nodeOf(rec));
+      return;
+    }
     if (agg) agg->add(std::move(*s));
     else direct->push_back(std::move(*s));
+  }
+
+  // The node a record no rule matched was read from: the file's, else its rank's, else the
+  // one-node job's; "" when unknown.
+  std::string nodeOf(const LogRecord& rec) const {
+    if (!ctx.node.empty()) return ctx.node;
+    if (rec.rank >= 0 && ctx.node_of_rank) {
+      std::string n = ctx.node_of_rank(rec.rank);
+      if (!n.empty()) return n;
+    }
+    return sole_node;
   }
 };
 
@@ -142,6 +173,7 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   CoverageEntry cov;
   cov.source = path;
   cov.format = std::string(common::formatName(format));
+  if (scan.unmatched) scan.unmatched->beginSource(scan.ctx.kind);
   if (format == LogFormat::kJournalBinary) {
     auto r = common::readJournalFiles({path}, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
     cov.records = r.entries;
@@ -150,12 +182,14 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
       cov.status = r.entries ? "partial" : "error";
       cov.reason = r.error;
     }
+    if (scan.unmatched) scan.unmatched->endSource(r.entries);
     return cov;
   }
   // The rules' literals are searched over the raw bytes first: only records holding one (and the
   // first with both clocks, for boot_estimate) reach onRecord; all are parsed and counted.
   common::ParseOptions fast = popts;
   fast.literals = scan.engine.literalScanner();
+  if (scan.unmatched) fast.error_words = errorWordScanner();
   auto parser = common::makeStreamParser(format, fast, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -179,6 +213,7 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   ::close(fd);
   parser->finish();
   const auto& rep = parser->report();
+  if (scan.unmatched) scan.unmatched->endSource(rep.lines);
   cov.records = rep.records;
   cov.skipped = rep.skipped;
   if (rep.local_stamps > 0) {
@@ -261,7 +296,7 @@ std::vector<std::string> listFiles(const fs::path& dir, bool recursive) {
 // nodes, and the pods' logs (BUNDLE/pods/*: `kubectl logs --timestamps [--prefix] [--previous]`)
 // read as logs of the node each pod ran on; a log of a pod that no object places stays job-wide.
 void addKubeEvidence(const fs::path& root, const KubeJob& kube, const common::RuleEngine& engine, Bundle& b,
-                     common::SymptomAggregator& agg, size_t chunk) {
+                     common::SymptomAggregator& agg, size_t chunk, common::UnmatchedLines* unmatched) {
   b.coverage.insert(b.coverage.end(), kube.coverage.begin(), kube.coverage.end());
   for (const auto& kr : kube.records) {
     common::MatchContext ctx{kr.node, kr.source, common::SourceKind::kJournal, {}};
@@ -278,9 +313,12 @@ void addKubeEvidence(const fs::path& root, const KubeJob& kube, const common::Ru
     common::ParseOptions popts;
     popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : 1970;
     FileScan scan{engine, {node, f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
-                  &agg, nullptr};
+                  &agg, nullptr, unmatched};
     auto cov = scanOne(f, format, popts, scan, chunk);
     cov.node = node;
+    b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
+    if (!node.empty() && cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
+      b.covered_by_kind[common::sourceKindOf(format)].insert(node);
     if (!pod) {
       const std::string why = pod_name.empty() ? "no pod named by the file's name or [pod/...] prefix"
                                                : fmt::format("pod {} is in no kube/ object: read as a job-wide log", pod_name);
@@ -332,12 +370,12 @@ std::shared_ptr<const common::TimeZone> systemTimeZone(const std::string& path) 
 }
 
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
-                    const common::ParseOptions* parse_options, bool aggregate) {
+                    const common::ParseOptions* parse_options, bool aggregate, common::UnmatchedLines* unmatched) {
   ScanResult result;
   common::SymptomAggregator agg;
   LogFormat format = detectFile(path);
   FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, aggregate ? &agg : nullptr,
-                &result.symptoms};
+                &result.symptoms, unmatched};
   common::ParseOptions popts = parse_options ? *parse_options : common::ParseOptions{};
   result.coverage = scanOne(path, format, popts, scan, 256 << 10);
   result.coverage.node = node;
@@ -400,6 +438,10 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
   const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "first_run.json", "README.md", "node.json"};
 
   common::SymptomAggregator agg(options.aggregation_window_ns);
+  std::optional<common::UnmatchedLines> unmatched;
+  if (options.mine_unmatched) unmatched.emplace(options.unmatched);
+  common::UnmatchedLines* um = unmatched ? &*unmatched : nullptr;
+  const std::string sole_node = b.job.nodes.size() == 1 ? b.job.nodes.front() : std::string();
 
   // Node-local stamps of nodes whose node.json names no zone are read in the job's zone, if the
   // job states one, else as UTC; the coverage entry of each such file says which.
@@ -446,10 +488,13 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
       popts.default_year = default_year;
       popts.local_zone = info.zone ? info.zone : job_zone;
       popts.known_hosts = job_hosts;
-      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr};
+      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr, um};
       auto cov = scanOne(path, format, popts, scan, options.read_chunk, info.zone ? info.zone_source : job_zone_note);
       cov.node = node;
+      if (cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
+        b.covered_by_kind[common::sourceKindOf(format)].insert(node);
       if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
+      b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
       b.coverage.push_back(std::move(cov));
     }
     b.nodes.emplace(node, std::move(info));
@@ -464,17 +509,19 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     popts.known_hosts = job_hosts;
     const common::JobInfo& job = b.job;
     FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
-                  &agg, nullptr};
+                  &agg, nullptr, um, sole_node};
     auto cov = scanOne(f, format, popts, scan, options.read_chunk, job_zone_note);
     b.coverage.push_back(std::move(cov));
+    b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
   }
-  if (kube) addKubeEvidence(root, *kube, engine, b, agg, options.read_chunk);
+  if (kube) addKubeEvidence(root, *kube, engine, b, agg, options.read_chunk, um);
   for (const auto& n : b.job.nodes)
     if (!b.nodes.count(n) && std::none_of(b.coverage.begin(), b.coverage.end(),
                                           [&n](const CoverageEntry& c) { return c.node == n && c.records > 0; }))
       b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
   b.symptoms = agg.drainAll();
   annotateDevices(b.symptoms, b.nodes, b.job.nodes);
+  if (unmatched) b.unmatched = unmatched->templates();
   return b;
 }
 

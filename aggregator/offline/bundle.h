@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "common/rule_engine.h"
 #include "common/parse/stream_parser.h"
 #include "common/symptom.h"
+#include "common/unrecognized.h"
 
 namespace faultline::offline {
 
@@ -51,12 +53,22 @@ struct Bundle {
   std::vector<common::Symptom> symptoms;  // aggregated per (rule, node, device, boot)
   std::vector<common::CoverageEntry> coverage;
   std::map<std::string, NodeInfo> nodes;
+  // Issue 30: the templates of the error lines no rule matched (BundleOptions::mine_unmatched),
+  // and which nodes have logs of which kind (a file of that kind with records).
+  std::vector<common::TemplateSighting> unmatched;
+  std::map<common::SourceKind, std::set<std::string>> covered_by_kind;
+  // The latest time of a record the parsers handed on (rule literal or error word); 0 if none.
+  int64_t last_record_ns = 0;
 };
 
 struct BundleOptions {
   int64_t aggregation_window_ns = 300'000'000'000;
   size_t read_chunk = 64 << 10;
   std::string zoneinfo_dir = "/usr/share/zoneinfo";  // the tz database (tzdata)
+  // Records holding an error word that no rule matched go to one template miner for the whole
+  // bundle (Bundle::unmatched); the parsers then also hand on records with an error-lexicon word.
+  bool mine_unmatched = true;
+  common::UnmatchedLinesOptions unmatched;
 };
 
 // A zone from a tz database name ("Europe/Berlin", read from `zoneinfo_dir`), an offset
@@ -79,8 +91,11 @@ struct ScanResult {
   std::vector<common::Symptom> symptoms;
   common::CoverageEntry coverage;
 };
+// `unmatched`: when set, records holding an error word that no rule matched go there too (as in
+// loadBundle; the benchmark measures that cost).
 ScanResult scanFile(const std::string& path, const std::string& node, const common::RuleEngine& engine,
-                    const common::ParseOptions* parse_options = nullptr, bool aggregate = true);
+                    const common::ParseOptions* parse_options = nullptr, bool aggregate = true,
+                    common::UnmatchedLines* unmatched = nullptr);
 
 // One job-wide log (the job's output file) read as loadBundle reads it: format detected, ranks
 // placed on nodes through `node_of_rank` (may be empty), identical symptoms merged within the

@@ -23,7 +23,28 @@ LineParser::LineParser(LogFormat format, ParseOptions options, RecordSink sink)
                                                                  : 0u;
     lit_stream_ = std::make_unique<LiteralScanner::Stream>(options_.literals, escapes);
     if (!lit_stream_->ok()) lit_stream_.reset();
+    // The error words only widen what is handed on, and only next to the rules' literals.
+    if (lit_stream_ && options_.error_words) {
+      err_stream_ = std::make_unique<LiteralScanner::Stream>(options_.error_words, escapes);
+      if (!err_stream_->ok()) err_stream_.reset();
+    }
   }
+}
+
+bool LineParser::takeErrorHits(uint64_t end) {
+  bool any = false;
+  while (err_head_ < err_hits_.size() && LiteralScanner::Stream::hitEnd(err_hits_[err_head_]) <= end) {
+    any = true;
+    ++err_head_;
+  }
+  if (err_head_ == err_hits_.size()) {
+    err_hits_.clear();
+    err_head_ = 0;
+  } else if (err_head_ > 4096 && err_head_ * 2 > err_hits_.size()) {
+    err_hits_.erase(err_hits_.begin(), err_hits_.begin() + static_cast<long>(err_head_));
+    err_head_ = 0;
+  }
+  return any;
 }
 
 bool LineParser::takeHits(uint64_t end) {
@@ -46,35 +67,39 @@ bool LineParser::takeHits(uint64_t end) {
   return any;
 }
 
-void LineParser::markCandidate(uint64_t line_no) {
-  if (!cand_lines_.empty() && cand_lines_.back() >= line_no) return;
-  cand_lines_.push_back(line_no);
-  if (cand_lines_.size() > kMaxCandidateLines) {
-    cand_forgotten_ = cand_lines_.front();
-    cand_lines_.pop_front();
+void LineParser::CandidateLines::mark(uint64_t line_no) {
+  if (!lines.empty() && lines.back() >= line_no) return;
+  lines.push_back(line_no);
+  if (lines.size() > kMaxCandidateLines) {
+    forgotten = lines.front();
+    lines.pop_front();
   }
 }
 
-bool LineParser::candidateIn(uint64_t first, uint64_t last) const {
-  if (first <= cand_forgotten_) return true;
-  if (cand_lines_.empty() || cand_lines_.back() < first) return false;  // the common case
+bool LineParser::CandidateLines::in(uint64_t first, uint64_t last) const {
+  if (first <= forgotten) return true;
+  if (lines.empty() || lines.back() < first) return false;  // the common case
   // Records end at or near the newest lines: walk back past the lines after `last` (usually none
   // or one: the line that started the next record), then binary search only if still needed.
-  auto it = cand_lines_.end();
-  for (int steps = 0; steps < 4 && it != cand_lines_.begin(); ++steps) {
+  auto it = lines.end();
+  for (int steps = 0; steps < 4 && it != lines.begin(); ++steps) {
     const uint64_t v = *std::prev(it);
     if (v <= last) return v >= first;
     --it;
   }
-  it = std::lower_bound(cand_lines_.begin(), it, first);
-  return it != cand_lines_.end() && *it <= last;
+  it = std::lower_bound(lines.begin(), it, first);
+  return it != lines.end() && *it <= last;
 }
 
 void LineParser::feed(std::string_view bytes) {
   const char* data = bytes.data();
   const uint64_t base = fed_;
   fed_ += bytes.size();
-  if (lit_stream_ && !lit_stream_->scan(bytes, &hits_)) lit_stream_.reset();  // failed: deliver all
+  if (lit_stream_ && !lit_stream_->scan(bytes, &hits_)) {  // failed: deliver all
+    lit_stream_.reset();
+    err_stream_.reset();
+  }
+  if (err_stream_ && !err_stream_->scan(bytes, &err_hits_)) err_stream_.reset();  // failed: rules' hits only
   size_t pos = 0;
   while (pos < bytes.size()) {
     if (raw_want_ > 0) {
@@ -83,7 +108,8 @@ void LineParser::feed(std::string_view bytes) {
       pos += take;
       raw_want_ -= take;
       // Raw bytes (a binary journal field) belong to the entry of the line that asked for them.
-      if (lit_stream_ && takeHits(base + pos)) markCandidate(line_no_);
+      if (lit_stream_ && takeHits(base + pos)) rule_lines_.mark(line_no_);
+      if (err_stream_ && takeErrorHits(base + pos)) err_lines_.mark(line_no_);
       line_ids_[line_no_ & 1].known = false;  // their literals are not the line's
       pending_ids_.clear();
       if (raw_want_ == 0) {
@@ -100,9 +126,12 @@ void LineParser::feed(std::string_view bytes) {
     const void* nl = std::memchr(data + pos, '\n', bytes.size() - pos);
     if (lit_stream_ && nl != nullptr)
       line_candidate_ = takeHits(base + static_cast<uint64_t>(static_cast<const char*>(nl) - data));
+    if (err_stream_ && nl != nullptr)
+      err_line_candidate_ = takeErrorHits(base + static_cast<uint64_t>(static_cast<const char*>(nl) - data));
     if (discarding_) {
       if (nl == nullptr) {  // still inside the over-long line: drop, never buffer
         if (lit_stream_) takeHits(fed_);
+        if (err_stream_) takeErrorHits(fed_);
         return;
       }
       pos = static_cast<const char*>(nl) - data + 1;
@@ -154,6 +183,11 @@ void LineParser::finish() {
     if (!lit_stream_->ok()) lit_stream_.reset();
     else line_candidate_ = takeHits(fed_);
   }
+  if (err_stream_) {
+    err_stream_->close(&err_hits_);
+    if (!err_stream_->ok() || !lit_stream_) err_stream_.reset();
+    else err_line_candidate_ = takeErrorHits(fed_);
+  }
   if (raw_want_ > 0) {
     report_.truncated = true;
     raw_want_ = 0;
@@ -194,8 +228,12 @@ void LineParser::dispatchLine(std::string_view line) {
   ++report_.lines;
   if (lit_stream_) rotateLineIds(true);
   if (line_candidate_) {
-    markCandidate(line_no_);
+    rule_lines_.mark(line_no_);
     line_candidate_ = false;
+  }
+  if (err_line_candidate_) {
+    err_lines_.mark(line_no_);
+    err_line_candidate_ = false;
   }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   onLine(stripGrepPrefix(line));
@@ -229,6 +267,7 @@ void LineParser::dispatchOversized() {
   ++report_.lines;
   if (lit_stream_) rotateLineIds(false);
   line_candidate_ = false;
+  err_line_candidate_ = false;
   skipLine(SkipKind::kOversized, "line longer than max_line_bytes skipped");
 }
 
@@ -246,7 +285,11 @@ void LineParser::emit(LogRecord&& record, uint64_t last_line) {
   ++report_.records;
   const bool both_clocks = record.time_known && record.monotonic_ns >= 0;
   // Not handed on: the record is left as it was (a parser may reuse its buffers).
-  if (lit_stream_ && !candidateIn(record.line, last_line) && !(both_clocks && !both_clocks_seen_)) return;
+  const bool rule_hit = !lit_stream_ || rule_lines_.in(record.line, last_line);
+  if (!rule_hit && !(err_stream_ && err_lines_.in(record.line, last_line)) && !(both_clocks && !both_clocks_seen_))
+    return;
+  // No rule can match a record none of whose lines held a rule literal: the rule engine may skip it.
+  record.rule_literals_absent = !rule_hit;
   if (record.boot_id.empty() && !options_.boot_id.empty()) record.boot_id = options_.boot_id;
   both_clocks_seen_ = both_clocks_seen_ || both_clocks;
   // A one-line record of this line or the one before: the literals its bytes hold, so the rule

@@ -56,12 +56,16 @@ class LineParser : public StreamParser {
   // both clocks or not). When it would not, a parser may count the record with countDropped()
   // instead of building it: the same counters, no copy of the line.
   bool wouldHandOn(bool both_clocks) const {
-    return !lit_stream_ || candidateIn(line_no_, line_no_) || (both_clocks && !both_clocks_seen_);
+    return !lit_stream_ || rule_lines_.in(line_no_, line_no_) || (err_stream_ && err_lines_.in(line_no_, line_no_)) ||
+           (both_clocks && !both_clocks_seen_);
   }
   void countDropped() { ++report_.records; }
   // A parser whose record text is not made of its lines' bytes (IPMI SEL rewrites separators)
   // calls this: every record reaches the sink.
-  void deliverAll() { lit_stream_.reset(); }
+  void deliverAll() {
+    lit_stream_.reset();
+    err_stream_.reset();
+  }
   enum class SkipKind { kOther, kMalformed, kBinary, kOversized };
   // Counts one skipped line (the current one unless line_no given) and notes why.
   void skipLine(SkipKind kind, std::string_view why, uint64_t line_no = 0);
@@ -100,15 +104,29 @@ class LineParser : public StreamParser {
   // line about to be dispatched); true when there was one.
   bool takeHits(uint64_t end);
   void rotateLineIds(bool known);
-  void markCandidate(uint64_t line_no);
+  // The error-word stream's hits (ParseOptions::error_words): only whether a line held one.
+  bool takeErrorHits(uint64_t end);
   std::string_view stripGrepPrefix(std::string_view line);
-  bool candidateIn(uint64_t first, uint64_t last) const;
+
+  // Physical lines that held a hit of one stream, ascending and bounded (older ones forgotten
+  // conservatively: a record reaching back past them counts as a candidate).
+  struct CandidateLines {
+    std::deque<uint64_t> lines;
+    uint64_t forgotten = 0;  // lines up to here may have held hits that were pruned
+    void mark(uint64_t line_no);
+    bool in(uint64_t first, uint64_t last) const;
+  };
 
   std::unique_ptr<LiteralScanner::Stream> lit_stream_;
   std::vector<uint64_t> hits_;  // absolute end offsets not yet assigned to a line, sorted
   size_t hit_head_ = 0;
   bool line_candidate_ = false;
-  std::deque<uint64_t> cand_lines_;  // physical lines holding a hit, ascending
+  CandidateLines rule_lines_;  // lines holding a rule literal (or a trigger)
+  std::unique_ptr<LiteralScanner::Stream> err_stream_;
+  std::vector<uint64_t> err_hits_;  // as hits_, for the error words
+  size_t err_head_ = 0;
+  bool err_line_candidate_ = false;
+  CandidateLines err_lines_;  // lines holding an error word (or a trigger)
   // Literal ids of the hits taken for the line about to be dispatched, and of the last two lines
   // (slot line_no & 1); known: no trigger hit, no raw bytes.
   struct LineIds {
@@ -118,7 +136,6 @@ class LineParser : public StreamParser {
   std::vector<int> pending_ids_;
   bool pending_rewritten_ = false;
   LineIds line_ids_[2];
-  uint64_t cand_forgotten_ = 0;      // lines up to here may have held hits that were pruned
   bool both_clocks_seen_ = false;
   uint64_t fed_ = 0;  // bytes fed before the current chunk
 
@@ -169,7 +186,7 @@ class Joiner {
 // allocation): every field set to its default in place.
 inline LogRecord& resetRecord(LogRecord& r) {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-  static_assert(sizeof(LogRecord) == 200, "LogRecord changed: reset the new field here too");
+  static_assert(sizeof(LogRecord) == 208, "LogRecord changed: reset the new field here too");
 #endif
   r.time_ns = 0;
   r.time_known = false;
@@ -183,6 +200,7 @@ inline LogRecord& resetRecord(LogRecord& r) {
   r.line = 0;
   r.literals_of = 0;
   r.literal_ids.clear();
+  r.rule_literals_absent = false;
   return r;
 }
 

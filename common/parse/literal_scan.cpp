@@ -111,6 +111,55 @@ std::shared_ptr<const LiteralScanner> LiteralScanner::build(const std::vector<st
   return s;
 }
 
+std::shared_ptr<const LiteralScanner> LiteralScanner::buildExpressions(const std::vector<Expression>& expressions,
+                                                                       std::string* error) {
+  if (expressions.size() + triggers().size() >= (size_t{1} << Stream::kIdBits)) {
+    *error = "more expressions than a hit can name (" + std::to_string(expressions.size()) + ")";
+    return nullptr;
+  }
+  std::vector<std::string> texts;
+  std::vector<unsigned> flags, ids;
+  for (size_t i = 0; i < expressions.size(); ++i) {
+    texts.push_back(expressions[i].regex);
+    flags.push_back(HS_FLAG_MULTILINE | (expressions[i].caseless ? HS_FLAG_CASELESS : 0u));
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  // The multi-byte triggers, byte by byte (hex escapes need no quoting).
+  for (size_t k = kByteTriggers; k < triggers().size(); ++k) {
+    std::string hex;
+    for (unsigned char c : triggers()[k]) {
+      static const char* kDigits = "0123456789abcdef";
+      hex += "\\x";
+      hex += kDigits[c >> 4];
+      hex += kDigits[c & 15];
+    }
+    texts.push_back(hex);
+    flags.push_back(0);
+    ids.push_back(static_cast<unsigned>(expressions.size() + k));
+  }
+  std::vector<const char*> ptrs;
+  for (const auto& t : texts) ptrs.push_back(t.c_str());
+  std::shared_ptr<LiteralScanner> s(new LiteralScanner);
+  s->count_ = expressions.size();
+  s->literals_.assign(texts.begin(), texts.begin() + static_cast<long>(expressions.size()));
+  s->serial_ = next_serial.fetch_add(1);
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_STREAM,
+                       nullptr, &s->stream_db_, &err) != HS_SUCCESS) {
+    *error = err && err->message ? err->message : "vectorscan compile failed";
+    if (err && err->expression >= 0 && static_cast<size_t>(err->expression) < texts.size())
+      *error += " (expression '" + texts[static_cast<size_t>(err->expression)] + "')";
+    hs_free_compile_error(err);
+    s->stream_db_ = nullptr;
+    return nullptr;
+  }
+  if (hs_alloc_scratch(s->stream_db_, &s->proto_scratch_) != HS_SUCCESS) {
+    *error = "vectorscan: cannot allocate scratch space";
+    return nullptr;
+  }
+  return s;
+}
+
 namespace {
 void putBlob(std::string& out, const char* bytes, size_t n) {
   uint64_t len = n;

@@ -35,6 +35,17 @@ class LiteralScanner {
   // refuses the set.
   static std::shared_ptr<const LiteralScanner> build(const std::vector<std::string>& literals,
                                                      std::string* error);
+
+  // The same search over regular expressions (Vectorscan syntax, '^' at every line start),
+  // expression i with id i, each caseless or not: the error lexicon's words at a word start
+  // (ParseOptions::error_words), which no literal can say. literals() returns the expressions.
+  // Not for the rules' literals: nothing here checks that a hit in the bytes is one in the text.
+  struct Expression {
+    std::string regex;
+    bool caseless = false;
+  };
+  static std::shared_ptr<const LiteralScanner> buildExpressions(const std::vector<Expression>& expressions,
+                                                                std::string* error);
   ~LiteralScanner();
   LiteralScanner(const LiteralScanner&) = delete;
   LiteralScanner& operator=(const LiteralScanner&) = delete;

@@ -59,6 +59,10 @@ struct ParseOptions {
   // that has both clocks (a boot-time estimate); the others are parsed and counted all the same.
   // Null: every record reaches the sink (the golden parser tests).
   std::shared_ptr<const LiteralScanner> literals;
+  // The error lexicon's words (errorLexiconExpressions(), LiteralScanner::buildExpressions), searched next to
+  // `literals` (only when that is set): records holding one are handed on too, marked
+  // LogRecord::rule_literals_absent when they hold no rule literal, for the template miner.
+  std::shared_ptr<const LiteralScanner> error_words;
 };
 
 struct ParseReport {

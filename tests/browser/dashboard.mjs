@@ -12,7 +12,8 @@
 //   fleet_top      node expected first among repeat offenders
 //   agents         {live: [..], stale: [..]}
 //   hostile_job    id of a job whose evidence holds markup
-//   html           [{file, sub_domain, cause}]         offline reports to open from disk
+//   html           [{file, sub_domain, cause, unrecognized}]  offline reports to open from disk
+//                  (unrecognized: rows the "Unrecognized error lines" table must have)
 // Prints one line per check; exits 1 when any failed.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -151,6 +152,7 @@ try {
     const chainRoot = await page.$(`#chain tr[data-rule="${c.root_rule}"][data-role="root"]`);
     check(!!chainRoot, `job ${c.id}: the chain table lists the root`);
     check(!!(await page.$('#coverage')), `job ${c.id}: the coverage table is there`);
+    check(!!(await page.$('#unrecognized-section')), `job ${c.id}: the unrecognized error lines section is there`);
     check(!!(await page.$('a#json')), `job ${c.id}: a link to the JSON`);
     await shot(page, 'job-cascade');
     clean(page, `job ${c.id}`);
@@ -208,6 +210,9 @@ try {
     const external = page.requested.filter((u) => !u.startsWith('file:') && !u.startsWith('data:'));
     check(external.length === 0, `html ${path.basename(h.file)}: asks for nothing beyond the file (${external.join(' ')})`);
     check(!!(await page.$('#timeline g.lane')), `html ${path.basename(h.file)}: has the timeline`);
+    const rows = await page.$$eval('#unrecognized-table tbody tr', (rs) => rs.length).catch(() => 0);
+    check(!!(await page.$('#unrecognized-section')) && rows === h.unrecognized,
+          `html ${path.basename(h.file)}: lists ${h.unrecognized} unrecognized error line(s) (${rows})`);
     await shot(page, `html-${path.basename(h.file, '.html')}`);
     clean(page, `html ${path.basename(h.file)}`);
     await page.close();

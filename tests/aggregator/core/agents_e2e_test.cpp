@@ -43,6 +43,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A live verdict next to `faultline attribute`'s: coverage differs by nature (files vs agents),
+// and the unrecognized error lines are mined offline only (agents ship no templates yet).
+void comparable(nlohmann::json& live, nlohmann::json& offline) {
+  for (const char* key : {"coverage", "unrecognized"}) {
+    live.erase(key);
+    offline.erase(key);
+  }
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -488,8 +497,7 @@ class Harness {
         auto v = store->latestVerdict(row->info.job_id);
         if (!v) return false;
         auto got = common::toJson(v->diagnosis), want = common::toJson(*s.offline);
-        got.erase("coverage");
-        want.erase("coverage");
+        comparable(got, want);
         if (got != want) return false;
       }
       return true;
@@ -503,8 +511,9 @@ class Harness {
       auto v = store->latestVerdict(row->info.job_id);
       REQUIRE(v);
       auto got = common::toJson(v->diagnosis), want = common::toJson(*s.offline);
-      got.erase("coverage");
-      want.erase("coverage");
+      CHECK(got["unrecognized"].empty());  // agents ship no templates yet: the live list is empty
+      REQUIRE(want["divergent_node"].is_null());  // else the explanations differ by the lead's sentence
+      comparable(got, want);
       CHECK(got.dump(1) == want.dump(1));
       ++compared;
     }

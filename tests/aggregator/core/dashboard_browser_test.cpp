@@ -202,7 +202,12 @@ TEST_CASE("dashboard: jobs, a 64-node cascade, fleet and agents pages and --html
     INFO(out.out);
     REQUIRE(out.status == 0);
     auto e = expectedOf(sample);
-    plan["html"].push_back({{"file", file}, {"sub_domain", e["sub_domain"]}, {"cause", e["cause_rule"]}});
+    // How many unrecognized error lines the report must list (issue 30), from the same diagnosis.
+    auto js = runCommand(cli + " attribute --json " FAULTLINE_SOURCE_DIR "/samples/" + sample, 8 << 20);
+    REQUIRE(js.status == 0);
+    const size_t unrecognized = json::parse(js.out)["unrecognized"].size();
+    plan["html"].push_back({{"file", file}, {"sub_domain", e["sub_domain"]}, {"cause", e["cause_rule"]},
+                            {"unrecognized", unrecognized}});
   }
   std::ofstream(dir.file("plan.json")) << plan.dump(2);
 

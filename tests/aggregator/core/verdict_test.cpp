@@ -329,6 +329,13 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
     auto want = common::toJson(*offline);
     got.erase("coverage");
     want.erase("coverage");
+    // Templates of unmatched lines are mined offline only (agents do not ship them yet): the live
+    // verdict lists none and gives no lead (docs/output-schema.md, "unrecognized").
+    CHECK(got["unrecognized"].empty());
+    CHECK(got["divergent_node"].is_null());
+    REQUIRE(want["divergent_node"].is_null());  // else the explanation differs by the lead's sentence
+    got.erase("unrecognized");
+    want.erase("unrecognized");
     INFO(dir.filename().string());
     CHECK(got.dump(1) == want.dump(1));
     ++compared;
