@@ -1,5 +1,7 @@
 #include "common/domain_classifier.h"
 
+#include "common/diagnosis.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -464,6 +466,37 @@ std::string formatLofoReport(const LofoReport& report) {
 std::optional<double> stricterThreshold(std::optional<double> a, std::optional<double> b) {
   if (!a || !b) return std::nullopt;
   return std::max(*a, *b);
+}
+
+}  // namespace faultline::common
+
+namespace faultline::common {
+
+std::string unrecognizedDomainLead(const std::vector<UnrecognizedLine>& unrecognized, const DomainClassifier& model,
+                                   size_t lines) {
+  std::array<double, kLeadDomains.size()> sum{};
+  std::optional<DomainGuess> strongest;
+  size_t used = 0;
+  for (size_t i = 0; i < unrecognized.size() && i < lines; ++i) {
+    DomainGuess g = model.classify(unrecognized[i].first_line);
+    if (g.domain == SubDomain::kNone) continue;
+    ++used;
+    for (size_t k = 0; k < sum.size(); ++k) sum[k] += g.posterior[k];
+    if (!strongest || g.probability > strongest->probability) strongest = std::move(g);
+  }
+  if (!used) return "";
+  const size_t best = static_cast<size_t>(std::max_element(sum.begin(), sum.end()) - sum.begin());
+  DomainGuess lead = *strongest;
+  if (lead.domain != kLeadDomains[best]) lead.top_features.clear();  // the strongest line reads otherwise
+  lead.domain = kLeadDomains[best];
+  lead.probability = sum[best] / static_cast<double>(used);
+  const auto threshold = model.commitThreshold();
+  lead.committable = threshold && lead.probability >= *threshold;
+  std::string text = describeDomainGuess(lead);  // "reads most like ..."
+  if (text.rfind("reads ", 0) == 0) text.erase(4, 1);
+  std::string s = "The error lines no rule matched " + text;
+  s += lead.committable ? "." : "; a lead, not a verdict.";
+  return s;
 }
 
 }  // namespace faultline::common

@@ -95,6 +95,19 @@ struct DomainGuess {
 // no domain the rules know".
 std::string describeDomainGuess(const DomainGuess& guess);
 
+struct UnrecognizedLine;
+
+// Issue 30 part 4's use: the sentence an unattributed verdict's explanation gains from its
+// failure-indicating lines no rule matched (the first `lines` of them, most unusual first): the
+// domain their summed posteriors favour, with the strongest line's words — "The error lines no
+// rule matched read most like system_software (p 0.87): 'mount', 'permission denied'; a lead, not
+// a verdict". "" when there are none or the model knows none of their words. It never changes the
+// verdict: the model's measured leave-one-family-out precision has not reached 95 % at any
+// confidence (docs/coverage/domain-classifier.md), and a lead that could commit would say so.
+class DomainClassifier;
+std::string unrecognizedDomainLead(const std::vector<UnrecognizedLine>& unrecognized, const DomainClassifier& model,
+                                   size_t lines = 3);
+
 class DomainClassifier {
  public:
   // Trains on `examples`; lines whose domain is not one of kLeadDomains are ignored.

@@ -115,6 +115,10 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   }
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
+  // The domain lead of an unattributed verdict's unmatched error lines (issue 30 part 4).
+  std::string model_error;
+  const auto model = common::DomainClassifier::parse(common::builtinDomainModelText(), &model_error);
+  if (!model) std::fprintf(stderr, "faultline: the domain model: %s\n", model_error.c_str());
   for (const auto& b : bundles) {
     std::string error;
     auto d = offline::attributeBundle(b, engine, &error, opts, metrics, baselines);
@@ -123,6 +127,9 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
       rc = 2;
       continue;
     }
+    if (model && d->sub_domain == common::SubDomain::kUnattributed)
+      if (auto lead = common::unrecognizedDomainLead(d->unrecognized, *model); !lead.empty())
+        d->explanation += (d->explanation.empty() ? "" : " ") + lead;
     if (!html.empty()) {
       if (!cli::writeHtmlReport(common::toJson(*d), html, &error)) {
         std::fprintf(stderr, "faultline: %s\n", error.c_str());

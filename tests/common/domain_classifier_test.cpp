@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "common/diagnosis.h"
 #include "common/domain_classifier.h"
 #include "tools/domain_model/builtin.h"
 #include "common/rule_set.h"
@@ -257,4 +258,21 @@ TEST_CASE("the model the build trained reads the shipped rules' lines", "[domain
   }
   CHECK(model->classify("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.").domain ==
         SubDomain::kHardware);
+}
+
+TEST_CASE("an unattributed verdict's unmatched lines get a domain lead in words, never a verdict", "[domain]") {
+  auto model = DomainClassifier::train(domainExamplesOf(*tinyRules(), FamilyGrain::kFolder));
+  std::vector<UnrecognizedLine> lines(4);
+  lines[0].first_line = "zebra quokka";  // no word the model knows: passed over
+  lines[1].first_line = "checkpoint save failed: No space left on device";
+  lines[2].first_line = "rank 3: checkpoint write failed, disk quota";
+  lines[3].first_line = "mlx5_core 0000:af:00.1: port 2 link down";  // past the first three
+  const std::string lead = unrecognizedDomainLead(lines, model);
+  CHECK(lead.find("The error lines no rule matched read most like infrastructure (p ") == 0);
+  CHECK(lead.find("; a lead, not a verdict.") != std::string::npos);
+  CHECK(unrecognizedDomainLead(lines, model, 1).empty());  // the first line alone: nothing known
+  CHECK(unrecognizedDomainLead({}, model).empty());
+  // A threshold the lead reaches: said without the hedge (the verdict itself is not changed here).
+  model.setCommitThreshold(0.0);
+  CHECK(unrecognizedDomainLead(lines, model).find("; a lead") == std::string::npos);
 }

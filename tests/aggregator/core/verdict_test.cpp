@@ -305,7 +305,9 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
     std::map<std::string, common::SymptomBatchData> batches;
     std::map<std::string, JobOutput> outputs;
     for (const auto& s : bundle->symptoms) {
-      if (fs::path(s.source).parent_path() == dir) {
+      // Everything not under nodes/ (the job's output file; a Kubernetes bundle's kube/ events and
+      // pods/ logs, which no agent collects) arrives as an upload of the job's output.
+      if (fs::path(s.source).lexically_relative(dir).string().rfind("nodes/", 0) != 0) {
         auto& o = outputs[s.source];
         o.job_id = bundle->job.job_id.empty() ? "job" : bundle->job.job_id;
         o.source = o.coverage.source = s.source;
@@ -318,6 +320,11 @@ TEST_CASE("verdicts: stored verdicts equal offline attribution for every sample,
       b.symptoms.push_back(s);
     }
     for (auto& [node, b] : batches) f.ingest(b);
+    // A node whose logs the bundle read (a Kubernetes bundle's pod logs, with no nodes/ folder) is
+    // one an agent answered for live: a heartbeat of its own, as the inventory loop gives others.
+    for (const auto& c : bundle->coverage)
+      if (!c.node.empty() && c.records > 0 && (c.status == "ok" || c.status == "partial") && !bundle->nodes.count(c.node))
+        f.heartbeat(c.node, bundle->job.start_ns);
     for (auto& [source, o] : outputs) REQUIRE(f.store->putJobOutput(o, &error));
     if (!outputs.empty()) ++with_output;
     JobUpdate u = jobUpdateOf(bundle->job, bundle->job.job_id.empty() ? "job" : bundle->job.job_id);
