@@ -473,7 +473,7 @@ std::optional<double> stricterThreshold(std::optional<double> a, std::optional<d
 namespace faultline::common {
 
 std::string unrecognizedDomainLead(const std::vector<UnrecognizedLine>& unrecognized, const DomainClassifier& model,
-                                   size_t lines) {
+                                   size_t lines, double min_probability) {
   std::array<double, kLeadDomains.size()> sum{};
   std::optional<DomainGuess> strongest;
   size_t used = 0;
@@ -490,6 +490,7 @@ std::string unrecognizedDomainLead(const std::vector<UnrecognizedLine>& unrecogn
   if (lead.domain != kLeadDomains[best]) lead.top_features.clear();  // the strongest line reads otherwise
   lead.domain = kLeadDomains[best];
   lead.probability = sum[best] / static_cast<double>(used);
+  if (lead.probability < min_probability) return "";
   const auto threshold = model.commitThreshold();
   lead.committable = threshold && lead.probability >= *threshold;
   std::string text = describeDomainGuess(lead);  // "reads most like ..."

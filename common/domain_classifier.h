@@ -101,12 +101,13 @@ struct UnrecognizedLine;
 // failure-indicating lines no rule matched (the first `lines` of them, most unusual first): the
 // domain their summed posteriors favour, with the strongest line's words — "The error lines no
 // rule matched read most like system_software (p 0.87): 'mount', 'permission denied'; a lead, not
-// a verdict". "" when there are none or the model knows none of their words. It never changes the
-// verdict: the model's measured leave-one-family-out precision has not reached 95 % at any
+// a verdict". "" when there are none, the model knows none of their words, or the lead's
+// probability is below `min_probability` (below 0.5 the leave-one-family-out accuracy is near a
+// coin's). It never changes the verdict: the model's measured leave-one-family-out precision has not reached 95 % at any
 // confidence (docs/coverage/domain-classifier.md), and a lead that could commit would say so.
 class DomainClassifier;
 std::string unrecognizedDomainLead(const std::vector<UnrecognizedLine>& unrecognized, const DomainClassifier& model,
-                                   size_t lines = 3);
+                                   size_t lines = 3, double min_probability = 0.5);
 
 class DomainClassifier {
  public:

@@ -418,7 +418,10 @@ void Chaos::setUpAggregators() {
   central_->args = {FAULTLINE_AGGREGATOR_BIN, "--db", file("central.db"), "--port", "0", "--port-file",
                     file("central-port"), "--rules", kSource + "/rules", "--tick", "0.05", "--ingest-endpoint",
                     "tcp://127.0.0.1:*", "--ingest-endpoint-file", file("central-ingest"), "--curve-secret-key",
-                    file("central/central.key"), "--allow-dir", file("central.d")};
+                    file("central/central.key"), "--allow-dir", file("central.d"),
+                    // The samples' jobs ended in 2024: kept past the default retention, which would prune
+                    // them at the next start (a restart after the jobs were reported lost them all).
+                    "--job-retention-days", "36500", "--retention-days", "36500"};
   if (opt_.central_clock_steps && fs::exists(kFaketime)) {
     std::ofstream(file("central-faketime")) << "+0\n";
     central_->env = {"LD_PRELOAD=" + kFaketime, "FAKETIME_TIMESTAMP_FILE=" + file("central-faketime"),
@@ -435,7 +438,8 @@ void Chaos::setUpAggregators() {
                  "tcp://127.0.0.1:*", "--ingest-endpoint-file", file("site-ingest"), "--curve-secret-key",
                  file("site/server.key"), "--allow-dir", file("agents.d"), "--relay-upstream", central_->args[12],
                  "--relay-site", "edge1", "--relay-server-key", file("central/central.pub"), "--relay-symptoms",
-                 "--relay-zstd", "--relay-interval", "0.1", "--relay-ack-timeout", "1"};
+                 "--relay-zstd", "--relay-interval", "0.1", "--relay-ack-timeout", "1", "--job-retention-days", "36500",
+                 "--retention-days", "36500"};
   site_->before_start = [this] { fs::remove(file("site-port")); };  // a restart gets a new HTTP port
 }
 
@@ -1097,6 +1101,12 @@ bool Chaos::verdictsEqual(std::string* diff) {
     if (!row->failed()) continue;
     auto want = common::toJson(*s.offline);
     want.erase("coverage");
+    // Templates of unmatched lines are mined offline only (agents do not ship them yet): the live
+    // verdict lists none and names no lead node (docs/output-schema.md, "unrecognized"). Where the
+    // offline one names a lead, its explanation says so: there the verdict itself must be the same.
+    const bool offline_lead = !want["divergent_node"].is_null();
+    want.erase("unrecognized");
+    want.erase("divergent_node");
     for (auto [store, jid] : {std::pair{site.get(), id}, std::pair{central.get(), "edge1:" + id}}) {
       auto v = store->latestVerdict(jid);
       if (!v) {
@@ -1105,6 +1115,8 @@ bool Chaos::verdictsEqual(std::string* diff) {
       }
       auto got = common::toJson(v->diagnosis);
       got.erase("coverage");
+      got.erase("unrecognized");
+      got.erase("divergent_node");
       // The central may hold a revision that repeats the verdict before it with that one's
       // diagnosis (relayed as a reference): there the verdict itself must be the same.
       auto verdictOf = [](const nlohmann::json& d) {
@@ -1114,7 +1126,7 @@ bool Chaos::verdictsEqual(std::string* diff) {
         return nlohmann::json{d["terminal_state"], d["sub_domain"], d["cause"].is_object() ? d["cause"]["rule_id"] : nullptr,
                               nodes};
       };
-      const bool same = store == site.get() ? got == want : verdictOf(got) == verdictOf(want);
+      const bool same = store == site.get() && !offline_lead ? got == want : verdictOf(got) == verdictOf(want);
       if (!same) out += jid + ": verdict differs\n got " + got.dump() + "\n want " + want.dump() + "\n";
       else ++judged;
     }

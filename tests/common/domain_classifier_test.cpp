@@ -267,12 +267,13 @@ TEST_CASE("an unattributed verdict's unmatched lines get a domain lead in words,
   lines[1].first_line = "checkpoint save failed: No space left on device";
   lines[2].first_line = "rank 3: checkpoint write failed, disk quota";
   lines[3].first_line = "mlx5_core 0000:af:00.1: port 2 link down";  // past the first three
-  const std::string lead = unrecognizedDomainLead(lines, model);
+  const std::string lead = unrecognizedDomainLead(lines, model, 3, 0.0);
   CHECK(lead.find("The error lines no rule matched read most like infrastructure (p ") == 0);
   CHECK(lead.find("; a lead, not a verdict.") != std::string::npos);
-  CHECK(unrecognizedDomainLead(lines, model, 1).empty());  // the first line alone: nothing known
+  CHECK(unrecognizedDomainLead(lines, model, 1, 0.0).empty());  // the first line alone: nothing known
+  CHECK(unrecognizedDomainLead(lines, model, 3, 1.01).empty());  // below the floor: nothing said
   CHECK(unrecognizedDomainLead({}, model).empty());
   // A threshold the lead reaches: said without the hedge (the verdict itself is not changed here).
   model.setCommitThreshold(0.0);
-  CHECK(unrecognizedDomainLead(lines, model).find("; a lead") == std::string::npos);
+  CHECK(unrecognizedDomainLead(lines, model, 3, 0.0).find("; a lead") == std::string::npos);
 }

@@ -101,7 +101,8 @@ std::vector<std::string> fillFromSamples(Store& store, ManualClock& clock, Verdi
     std::map<std::string, common::SymptomBatchData> batches;
     std::map<std::string, JobOutput> outputs;
     for (const auto& s : bundle->symptoms) {
-      if (fs::path(s.source).parent_path() == dir) {
+      // Not under nodes/ (the job's output; a Kubernetes bundle's kube/ events and pods/ logs): an upload.
+      if (fs::path(s.source).lexically_relative(dir).string().rfind("nodes/", 0) != 0) {
         auto& o = outputs[s.source];
         o.job_id = job_id;
         o.source = o.coverage.source = s.source;
