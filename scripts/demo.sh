@@ -18,7 +18,7 @@ python3 scripts/ledger.py score || true
 echo
 echo "== one full report: samples/cascade64-xid79 (64 nodes, hundreds of NCCL errors, one Xid 79)"
 echo
-"$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | head -40
+"$FAULTLINE" attribute samples/cascade64-xid79 | sed -n '1,/^coverage:/p' | awk 'NR <= 40'
 echo "  ... (coverage omitted; run: $FAULTLINE attribute samples/cascade64-xid79 [--json])"
 echo
 echo "== metric evidence: samples/metrics/dcgm-remap-only, whose logs hold only cascade, against a Prometheus started here"
