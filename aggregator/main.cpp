@@ -116,6 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--prometheus-user", prometheus.basic_user, "basic-auth user for --prometheus");
   app.add_option("--prometheus-password-file", prometheus_password_file, "basic-auth password for --prometheus");
   app.add_option("--prometheus-ca", prometheus.ca_file, "CA file for an https --prometheus");
+  std::vector<std::string> fact_open_from;
+  app.add_option("--fact-open-from", fact_open_from,
+                 "network (ADDRESS[/PREFIX], repeatable) whose FACT observation POSTs need no write token: NVRx's "
+                 "FACT client sends none (docs/api.md)");
   app.add_option("--margin", margin,
                  "seconds around a job's window whose symptoms still belong to it (clock skew and teardown)")
       ->capture_default_str();
@@ -203,6 +207,10 @@ int main(int argc, char** argv) {
   };
   std::string token, read_token;
   if (!readToken(token_file, &token) || !readToken(read_token_file, &read_token)) return 2;
+  if (auto why = factOpenFromError(fact_open_from); !why.empty()) {
+    std::fprintf(stderr, "faultline-aggregator: --fact-open-from: %s\n", why.c_str());
+    return 2;
+  }
   if (!readToken(prometheus_token_file, &prometheus.bearer_token) ||
       !readToken(prometheus_password_file, &prometheus.basic_password))
     return 2;
@@ -248,6 +256,7 @@ int main(int argc, char** argv) {
   common::RuleEngine observation_rules(loaded.rules);
   api_options.rules = &observation_rules;
   api_options.read_token = read_token;
+  api_options.fact_open_from = fact_open_from;
   api_options.secure_cookie = !http_options.tls_cert_file.empty();
   api_options.agent_timeout_ns = vo.agent_timeout_ns;
   Leadership leadership(db);

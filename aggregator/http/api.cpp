@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/ip/address.hpp>
+#include <optional>
+
 #include "aggregator/http/fact_api.h"
 #include "aggregator/http/web_assets.h"
 #include "aggregator/jobs/job_events.h"
@@ -114,6 +117,59 @@ HttpResponse Api::unknownJob(const std::string& job_id) {
   std::string list;
   for (const auto& id : relayed) list += (list.empty() ? "" : ", ") + id;
   return error(404, "unknown job '" + job_id + "'; relayed from a site: " + list);
+}
+
+namespace {
+
+// "ADDRESS[/PREFIX]" as a network; nullopt when it is not one.
+std::optional<std::pair<boost::asio::ip::address, unsigned>> parseNetwork(const std::string& text) {
+  const size_t slash = text.find('/');
+  boost::system::error_code ec;
+  auto addr = boost::asio::ip::make_address(text.substr(0, slash), ec);
+  if (ec) return std::nullopt;
+  const unsigned max = addr.is_v4() ? 32 : 128;
+  unsigned prefix = max;
+  if (slash != std::string::npos) {
+    const std::string p = text.substr(slash + 1);
+    if (p.empty() || p.size() > 3 || p.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    prefix = static_cast<unsigned>(std::stoul(p));
+    if (prefix > max) return std::nullopt;
+  }
+  return std::make_pair(addr, prefix);
+}
+
+}  // namespace
+
+std::string factOpenFromError(const std::vector<std::string>& networks) {
+  for (const auto& n : networks)
+    if (!parseNetwork(n)) return "not an address or ADDRESS/PREFIX network: " + n;
+  return "";
+}
+
+bool addressInNetworks(const std::string& address, const std::vector<std::string>& networks) {
+  boost::system::error_code ec;
+  auto peer = boost::asio::ip::make_address(address, ec);
+  if (ec) return false;
+  if (peer.is_v6() && peer.to_v6().is_v4_mapped())
+    peer = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, peer.to_v6());
+  for (const auto& n : networks) {
+    auto net = parseNetwork(n);
+    if (!net || net->first.is_v4() != peer.is_v4()) continue;
+    auto bytes = [](const boost::asio::ip::address& x) {
+      if (x.is_v4()) {
+        auto b = x.to_v4().to_bytes();
+        return std::vector<unsigned char>(b.begin(), b.end());
+      }
+      auto b = x.to_v6().to_bytes();
+      return std::vector<unsigned char>(b.begin(), b.end());
+    };
+    const auto want = bytes(net->first), got = bytes(peer);
+    bool match = true;
+    for (unsigned bit = 0; bit < net->second && match; ++bit)
+      match = ((want[bit / 8] ^ got[bit / 8]) >> (7 - bit % 8) & 1) == 0;
+    if (match) return true;
+  }
+  return false;
 }
 
 std::optional<HttpResponse> Api::refuseWrite(const HttpRequest& request) {
@@ -345,8 +401,12 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   };
 
   if (FactApi::isFactPath(parts)) {
-    if (request.method == "POST")
-      if (auto refused = refuseWrite(request)) return *refused;
+    if (request.method == "POST") {
+      const bool open = request.authorization.empty() && !options_.fact_open_from.empty() &&
+                        addressInNetworks(request.peer, options_.fact_open_from);
+      if (open) metrics_.add("faultline_fact_tokenless_posts_total");
+      else if (auto refused = refuseWrite(request)) return *refused;
+    }
     return fact_->handle(request, parts);
   }
   if (request.method == "POST") {

@@ -30,6 +30,7 @@ struct HttpRequest {
   std::string authorization;
   std::string body;
   std::string cookie = {};  // the Cookie header (the dashboard's read token, see ApiOptions)
+  std::string peer = {};    // the client's address as the server saw it ("" when not over a socket)
 };
 
 struct HttpResponse {
@@ -61,7 +62,16 @@ struct ApiOptions {
   // The rules the FACT observation routes read posted log lines with (fact_api.h); null: those
   // routes answer 503. Must outlive the Api.
   const common::RuleEngine* rules = nullptr;
+  // Networks ("10.0.0.0/8", "fd00::/8", or one address) whose FACT POSTs need no write token:
+  // NVRx's FACT client sends no Authorization header. A request that does send one is checked as
+  // always. Empty: every FACT POST needs the token. Checked by factOpenFromError first.
+  std::vector<std::string> fact_open_from;
 };
+
+// Why `networks` are not all "ADDRESS[/PREFIX]" (v4 or v6); "" when they are.
+std::string factOpenFromError(const std::vector<std::string>& networks);
+// Whether `address` (as HttpRequest::peer holds it) is in one of `networks`.
+bool addressInNetworks(const std::string& address, const std::vector<std::string>& networks);
 
 class FactApi;
 

@@ -112,6 +112,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
     r.cookie = std::string(req[http::field::cookie]);
+    beast::error_code peer_ec;
+    const auto peer = lowest().socket().remote_endpoint(peer_ec);
+    if (!peer_ec) r.peer = peer.address().to_string();
     r.body = req.body();
     HttpResponse out;
     try {

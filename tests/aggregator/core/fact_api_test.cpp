@@ -308,3 +308,29 @@ TEST_CASE("fact: hostile bodies are refused with a reason and change nothing", "
   // The good observation after them is obs-1.
   CHECK(s.post(obs, ok)["observation_id"] == "obs-1");
 }
+
+TEST_CASE("fact: POSTs without a token only from --fact-open-from networks (NVRx sends none)", "[http][fact]") {
+  CHECK(factOpenFromError({"10.0.0.0/8", "127.0.0.1", "fd00::/8"}).empty());
+  CHECK_FALSE(factOpenFromError({"10.0.0.0/33"}).empty());
+  CHECK_FALSE(factOpenFromError({"gpu-a01"}).empty());
+  CHECK(addressInNetworks("10.1.2.3", {"10.0.0.0/8"}));
+  CHECK_FALSE(addressInNetworks("11.1.2.3", {"10.0.0.0/8"}));
+  CHECK(addressInNetworks("::ffff:10.1.2.3", {"10.0.0.0/8"}));  // a v4 peer on a dual-stack socket
+  CHECK(addressInNetworks("fd00::5", {"fd00::/8"}));
+  CHECK_FALSE(addressInNetworks("", {"0.0.0.0/0"}));  // in-process: no peer, never open
+
+  auto tokenless = [](const std::vector<std::string>& open) {
+    ApiOptions o = FactServer::options();
+    o.fact_open_from = open;
+    ApiServer s(kCycleEnd + 5 * kSec, o);
+    return s.call("POST", "/attributor", attributorInfo("job-3:cycle0:1").dump()).status;
+  };
+  CHECK(tokenless({}) == 401);
+  CHECK(tokenless({"10.0.0.0/8"}) == 401);
+  CHECK(tokenless({"127.0.0.0/8"}) == 200);
+  // A request that sends a token is checked as always, open network or not.
+  ApiOptions o = FactServer::options();
+  o.fact_open_from = {"127.0.0.0/8"};
+  ApiServer s(kCycleEnd + 5 * kSec, o);
+  CHECK(s.call("POST", "/attributor", attributorInfo("job-3:cycle0:2").dump(), "wrong").status == 401);
+}
