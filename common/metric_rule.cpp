@@ -160,26 +160,25 @@ std::string metricSeriesNode(const MetricRule& rule, const MetricSeries& series,
 
 Symptom metricSymptom(const MetricRule& rule, const MetricSeries& series, const MetricHit& hit, const std::string& node,
                       const RuleSet* rules, const std::string& origin) {
+  // The symptom stands as the log rule as_rule names when the set has it, else as this rule.
+  auto classifyAs = [](Symptom& s, const auto& r) {
+    s.rule_id = r.id;
+    s.symptom = r.symptom;
+    s.sub_domain = r.sub_domain;
+    s.category = r.category;
+    s.role = r.role;
+    s.severity = r.severity;
+  };
   Symptom s;
-  s.rule_id = rule.id;
-  s.symptom = rule.symptom;
-  s.sub_domain = rule.sub_domain;
-  s.category = rule.category;
-  s.role = rule.role;
-  s.severity = rule.severity;
   const std::string value = formatValue(hit.value);
+  const Rule* log = nullptr;
   if (!rule.as_rule.empty() && rules) {
     std::string id = rule.as_rule;
     if (auto at = id.find("{value}"); at != std::string::npos) id.replace(at, 7, value);
-    if (const Rule* log = rules->find(id); log && !log->deprecated) {
-      s.rule_id = log->id;
-      s.symptom = log->symptom;
-      s.sub_domain = log->sub_domain;
-      s.category = log->category;
-      s.role = log->role;
-      s.severity = log->severity;
-    }
+    log = rules->find(id);
   }
+  if (log && !log->deprecated) classifyAs(s, *log);
+  else classifyAs(s, rule);
   s.node = node;
   for (const auto& name : rule.device_labels) {
     const std::string& v = series.label(name);

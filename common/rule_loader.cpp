@@ -334,17 +334,12 @@ RuleLoadResult loadRuleSet(const std::vector<RuleFile>& files, const std::string
       result.errors.push_back(fmt::format("{}:1: a rule pack must be a mapping", f.path));
       continue;
     }
-    if (doc["metric_rules"]) {
+    // Packs of another kind, by their top-level key: metric rules, causal relations.
+    const bool metric = bool(doc["metric_rules"]);
+    if (metric || doc["relations"]) {
       try {
-        loadMetricRules(f.path, doc, set->metric_rules, result.errors);
-      } catch (const YAML::Exception& e) {
-        result.errors.push_back(fmt::format("{}:{}: {}", f.path, e.mark.line + 1, e.msg));
-      }
-      continue;
-    }
-    if (doc["relations"]) {
-      try {
-        loadRelations(f.path, doc, set->relations, result.errors);
+        if (metric) loadMetricRules(f.path, doc, set->metric_rules, result.errors);
+        else loadRelations(f.path, doc, set->relations, result.errors);
       } catch (const YAML::Exception& e) {
         result.errors.push_back(fmt::format("{}:{}: {}", f.path, e.mark.line + 1, e.msg));
       }

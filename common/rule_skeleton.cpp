@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/template_mask.h"
+
 namespace faultline::common {
 
 namespace {
@@ -32,15 +34,7 @@ std::string_view expressionOf(std::string_view placeholder) {
 }
 
 std::vector<std::string_view> tokensOf(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && s[i] == ' ') ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ') ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
+  std::vector<std::string_view> out = templateTokens(s);
   if (!out.empty() && out.back() == "<...>") out.pop_back();
   return out;
 }

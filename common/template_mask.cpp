@@ -510,4 +510,17 @@ std::string maskMessage(std::string_view message) {
   return std::move(m.text);
 }
 
+std::vector<std::string_view> templateTokens(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace faultline::common

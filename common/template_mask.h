@@ -69,4 +69,7 @@ void maskMessage(std::string_view message, MaskedMessage* out);
 // Convenience: the masked text alone.
 std::string maskMessage(std::string_view message);
 
+// The tokens of a template's text (MaskedMessage::text, Template::text): runs of non-space bytes.
+std::vector<std::string_view> templateTokens(std::string_view text);
+
 }  // namespace faultline::common

@@ -6,6 +6,7 @@
 
 #include "common/error_lexicon.h"
 #include "common/job.h"
+#include "common/template_mask.h"
 
 namespace faultline::common {
 
@@ -99,19 +100,6 @@ std::vector<TemplateSighting> UnmatchedLines::templates() const {
 
 namespace {
 
-std::vector<std::string_view> tokens(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && s[i] == ' ') ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ') ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 std::string_view kindWord(SourceKind k) {
   switch (k) {
     case SourceKind::kKernel: return "kernel";
@@ -143,7 +131,7 @@ struct Ranked {
 }  // namespace
 
 bool sameTemplate(std::string_view a, std::string_view b) {
-  auto ta = tokens(a), tb = tokens(b);
+  auto ta = templateTokens(a), tb = templateTokens(b);
   if (ta.size() != tb.size()) return false;
   for (size_t i = 0; i < ta.size(); ++i)
     if (ta[i] != tb[i] && ta[i] != "<*>" && tb[i] != "<*>") return false;

@@ -53,23 +53,6 @@ std::shared_ptr<const common::RuleSet> loadRulesOrDie(const std::vector<std::str
   return loaded.rules;
 }
 
-// The first line of a secret file (a token, a password); nullopt and *error when it cannot be read
-// or is empty.
-std::optional<std::string> readSecretFile(const std::string& path, std::string* error) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    *error = "cannot read " + path + (in ? ": empty" : std::string(": ") + std::strerror(errno));
-    return std::nullopt;
-  }
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  if (line.empty()) {
-    *error = path + " is empty";
-    return std::nullopt;
-  }
-  return line;
-}
-
 // --prometheus and its credentials.
 struct PrometheusArgs {
   std::string url, token_file, user, password_file, ca_file;
@@ -97,7 +80,7 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
     std::string error;
     for (auto [file, out] : {std::pair{&prom.token_file, &po.bearer_token}, std::pair{&prom.password_file, &po.basic_password}}) {
       if (file->empty()) continue;
-      auto secret = readSecretFile(*file, &error);
+      auto secret = cli::readSecretFile(*file, "the file", &error);
       if (!secret) {
         std::fprintf(stderr, "faultline: --prometheus: %s\n", error.c_str());
         return 2;
@@ -115,10 +98,19 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
   }
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
-  // The domain lead of an unattributed verdict's unmatched error lines (issue 30 part 4).
-  std::string model_error;
-  const auto model = common::DomainClassifier::parse(common::builtinDomainModelText(), &model_error);
-  if (!model) std::fprintf(stderr, "faultline: the domain model: %s\n", model_error.c_str());
+  // The domain lead of an unattributed verdict's unmatched error lines (issue 30 part 4): the
+  // model is read at the first verdict that needs it.
+  std::optional<common::DomainClassifier> model;
+  bool model_read = false;
+  auto domainModel = [&]() -> const common::DomainClassifier* {
+    if (!model_read) {
+      model_read = true;
+      std::string why;
+      model = common::DomainClassifier::parse(common::builtinDomainModelText(), &why);
+      if (!model) std::fprintf(stderr, "faultline: the domain model: %s\n", why.c_str());
+    }
+    return model ? &*model : nullptr;
+  };
   for (const auto& b : bundles) {
     std::string error;
     auto d = offline::attributeBundle(b, engine, &error, opts, metrics, baselines);
@@ -127,9 +119,10 @@ int cmdAttribute(const std::vector<std::string>& rule_dirs, const std::vector<st
       rc = 2;
       continue;
     }
-    if (model && d->sub_domain == common::SubDomain::kUnattributed)
-      if (auto lead = common::unrecognizedDomainLead(d->unrecognized, *model); !lead.empty())
-        d->explanation += (d->explanation.empty() ? "" : " ") + lead;
+    if (d->sub_domain == common::SubDomain::kUnattributed && !d->unrecognized.empty())
+      if (const auto* m = domainModel())
+        if (auto lead = common::unrecognizedDomainLead(d->unrecognized, *m); !lead.empty())
+          d->explanation += (d->explanation.empty() ? "" : " ") + lead;
     if (!html.empty()) {
       if (!cli::writeHtmlReport(common::toJson(*d), html, &error)) {
         std::fprintf(stderr, "faultline: %s\n", error.c_str());

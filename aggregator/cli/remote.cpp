@@ -35,6 +35,25 @@ constexpr int kOk = 0, kNotFound = 1, kUsage = 2, kUnreachable = 3;
 constexpr const char* kDefaultServer = "http://127.0.0.1:8470";
 constexpr const char* kLocalToken = "local-db-write";
 
+}  // namespace
+
+std::optional<std::string> readSecretFile(const std::string& path, const std::string& what, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + what + " " + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  if (line.empty()) {
+    *error = what + " " + path + " is empty";
+    return std::nullopt;
+  }
+  return line;
+}
+
+namespace {
 
 // The bearer token: --token, $FAULTLINE_TOKEN, or the first line of --token-file. nullopt (and
 // *error) when a token file was named but cannot be read or is empty: sending no token would
@@ -43,19 +62,7 @@ std::optional<std::string> readToken(const RemoteOptions& o, std::string* error)
   if (!o.token.empty()) return o.token;
   if (const char* env = std::getenv("FAULTLINE_TOKEN")) return env;
   if (o.token_file.empty()) return "";
-  std::ifstream in(o.token_file);
-  if (!in) {
-    *error = "cannot read the token file " + o.token_file + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
-  std::string t;
-  std::getline(in, t);
-  while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) {
-    *error = "the token file " + o.token_file + " is empty";
-    return std::nullopt;
-  }
-  return t;
+  return readSecretFile(o.token_file, "the token file", error);
 }
 
 std::string caFile(const RemoteOptions& o) {

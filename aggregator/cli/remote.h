@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct RemoteOptions {
   std::vector<std::string> output_files;
   std::string output_node;
 };
+
+// The first line of a secret file (a token, a password) without trailing blanks; nullopt and
+// *error ("cannot read WHAT PATH: why", "WHAT PATH is empty") when it cannot be read or is empty.
+std::optional<std::string> readSecretFile(const std::string& path, const std::string& what, std::string* error);
 
 // Adds the subcommands to `app`; `opts` receives the parsed values (must outlive parsing).
 void addRemoteCommands(CLI::App& app, RemoteOptions& opts);

@@ -165,15 +165,17 @@ std::optional<VerdictRow> VerdictEngine::store(VerdictRow v) {
     return std::nullopt;
   }
   v.revision = rev;
-  if (metric_request_ && (rev == 1 || v.reason == "settle"))
-    if (auto job = store_.job(v.job_id)) metric_request_(job->info);
+  const int64_t stored_ns = clock_.nowNs();
+  // The job's row, read once for the metric request (first verdict, settle) and the latency.
+  const bool ask_metrics = metric_request_ && (rev == 1 || v.reason == "settle");
+  std::optional<JobRow> job;
+  if (ask_metrics || (metrics_ && rev == 1)) job = store_.job(v.job_id);
+  if (ask_metrics && job) metric_request_(job->info);
   if (metrics_) {
     metrics_->add("faultline_verdicts_total", "sub_domain", std::string(common::subDomainName(v.diagnosis.sub_domain)));
     if (rev == 1) {
-      auto job = store_.job(v.job_id);
       // Time from the job's end (as the scheduler stamped it) to its first verdict being
       // committed (not to the start of the evaluation, which would hide the correlation).
-      const int64_t stored_ns = clock_.nowNs();
       if (job && job->info.end_ns && stored_ns >= job->info.end_ns)
         metrics_->observe("faultline_verdict_latency_seconds", double(stored_ns - job->info.end_ns) / 1e9);
     }
