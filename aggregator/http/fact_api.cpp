@@ -102,12 +102,17 @@ HttpResponse FactApi::observe(const HttpRequest& request, const std::string& id)
   common::deriveRanks(layout);
   if (!layout.ranks.empty()) ctx.node_of_rank = [layout](int r) { return layout.nodeOfRank(r); };
   ctx.observation_id = fmt::format("obs-{}", seen.size() + 1);
+  const bool metrics = body.contains("context") && body["context"].is_object() &&
+                       body["context"].value("format", json()) == json("prometheus_metrics");
+  if (metrics) ctx.metrics = &posted_[id];
   std::string why;
   auto o = observationFromJson(body, ctx, *rules_, id, clock_.nowNs(), &why);
   if (!o) {
+    if (metrics && posted_[id].series.empty()) posted_.erase(id);
     metrics_.add("faultline_fact_rejected_total", "route", "observation");
     return errorResponse(400, why);
   }
+  if (metrics) forgetOldMetrics(id);
   size_t symptoms = 0;
   json outputs = json::array();
   for (const auto& out : o->outputs) {
@@ -128,6 +133,19 @@ HttpResponse FactApi::observe(const HttpRequest& request, const std::string& id)
   if (engine_ && (!leads_ || leads_()))
     if (auto v = engine_->onJobOutput(id)) answer["verdict"] = verdictSummary(*v);
   return jsonResponse(200, answer);
+}
+
+void FactApi::forgetOldMetrics(const std::string& keep) {
+  size_t total = 0;
+  for (const auto& [id, held] : posted_) total += held.series.size();
+  while (total > kMaxHeldSeries) {
+    auto oldest = posted_.end();
+    for (auto it = posted_.begin(); it != posted_.end(); ++it)
+      if (it->first != keep && (oldest == posted_.end() || it->second.used_ns < oldest->second.used_ns)) oldest = it;
+    if (oldest == posted_.end()) return;
+    total -= oldest->second.series.size();
+    posted_.erase(oldest);
+  }
 }
 
 HttpResponse FactApi::attribution(const std::string& id) {

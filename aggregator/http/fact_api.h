@@ -15,11 +15,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "aggregator/http/api.h"
+#include "aggregator/jobs/fact_events.h"
 
 namespace faultline::aggregator {
 
@@ -38,6 +40,8 @@ class FactApi {
   HttpResponse createAttributor(const HttpRequest& request);
   HttpResponse observe(const HttpRequest& request, const std::string& id);
   HttpResponse attribution(const std::string& id);
+  // Drops the least recently observed attributors' metrics (never `keep`'s) over kMaxHeldSeries.
+  void forgetOldMetrics(const std::string& keep);
 
   Store& store_;
   VerdictEngine* engine_;
@@ -45,6 +49,11 @@ class FactApi {
   const Clock& clock_;
   const common::RuleEngine* rules_;
   std::function<bool()> leads_;
+  // Each attributor's prometheus_metrics series so far (the baselines of its later
+  // observations), kept in memory: at most kMaxHeldSeries over all attributors, the least
+  // recently observed one forgotten first. A restart or a failover forgets them (docs/api.md).
+  static constexpr size_t kMaxHeldSeries = 200'000;
+  std::map<std::string, PostedMetrics> posted_;
 };
 
 }  // namespace faultline::aggregator

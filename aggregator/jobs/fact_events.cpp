@@ -218,6 +218,81 @@ bool readStreams(const json& streams, const std::string& source, const Observati
   return true;
 }
 
+// A prometheus_metrics body: the scrape's series join the job's earlier ones (ctx.metrics), and
+// every metric rule is evaluated over them for the job's window, as a PromQL answer would be. A
+// series without a sample before the job's start takes its first sample as the baseline, so one
+// scrape alone shows no change: a counter's value or the XID gauge's last Xid may be older than
+// the job. Each hit is stored once (the first observation that shows it).
+void readPostedMetrics(const std::string& text, int64_t scrape_ns, const ObservationContext& ctx,
+                       const common::RuleSet& rules, int64_t now_ns, JobOutput* out) {
+  auto parsed = common::parseMetricText(text, scrape_ns, ctx.metric_limits);
+  PostedMetrics alone;
+  PostedMetrics& held = ctx.metrics ? *ctx.metrics : alone;
+  const size_t dropped = common::mergeMetricSeries(held.series, parsed.series, ctx.metric_limits);
+  held.used_ns = now_ns;
+  out->coverage.records = parsed.samples;
+  out->coverage.skipped = parsed.malformed + parsed.over_limit + dropped;
+  const int64_t start = ctx.job_start_ns ? ctx.job_start_ns : INT64_MIN / 2;
+  const int64_t end = ctx.job_end_ns ? ctx.job_end_ns + ctx.margin_ns : INT64_MAX / 2;
+  const std::string origin = "fact " + ctx.observation_id + " prometheus_metrics";
+  std::set<std::string> job_series, no_node;
+  std::vector<std::string> unsupported;
+  size_t first_only = 0;
+  for (const auto& rule : rules.metric_rules) {
+    std::string why;
+    const auto series = common::metricRuleSeries(rule, held.series, &why);
+    if (!why.empty()) {
+      unsupported.push_back(fmt::format("{}: {}", rule.id, why));
+      continue;
+    }
+    for (const auto& s : series) {
+      const std::string key = common::metricSeriesKey(s);
+      std::string node = common::metricSeriesNode(rule, s, ctx.job_nodes);
+      // A scrape of a one-node job's exporter names no node when Prometheus did not add one.
+      if (node.empty() && ctx.job_nodes.size() == 1) {
+        bool names_one = false;
+        for (const auto& l : rule.node_labels) names_one = names_one || !s.label(l).empty();
+        if (!names_one) node = ctx.job_nodes[0];
+      }
+      if (node.empty()) {
+        no_node.insert(key);
+        continue;
+      }
+      job_series.insert(key);
+      if (s.samples.empty()) continue;
+      int64_t from = start;
+      const bool needs_before = rule.condition == common::MetricCondition::kChangesToNonZero || rule.edge;
+      if (needs_before && s.samples.front().first >= start) {
+        from = s.samples.front().first + 1;  // the first sample is the baseline
+        if (s.samples.size() == 1) ++first_only;
+      }
+      const std::string reported = rule.id + "\n" + key;
+      if (held.reported.count(reported)) continue;
+      if (auto hit = common::evaluateMetricRule(rule, s, from, end)) {
+        held.reported.insert(reported);
+        out->symptoms.push_back(common::metricSymptom(rule, s, *hit, node, &rules, origin));
+      }
+    }
+  }
+  auto& cov = out->coverage;
+  cov.status = job_series.empty() ? "empty" : "ok";
+  cov.reason = job_series.empty()
+                   ? "no series a metric rule reads names a node of the job"
+                   : fmt::format("{} series of the job's nodes read by the metric rules; {} new symptom(s)",
+                                 job_series.size(), out->symptoms.size());
+  if (first_only)
+    cov.reason += fmt::format("; {} series with one sample and none before the job: it is their baseline, a later "
+                              "observation shows a change",
+                              first_only);
+  if (!no_node.empty()) cov.reason += fmt::format("; {} series name no node of the job", no_node.size());
+  if (parsed.malformed) cov.reason += fmt::format("; {} malformed lines skipped ({})", parsed.malformed, parsed.first_problem);
+  if (parsed.over_limit + dropped)
+    cov.reason += fmt::format("; {} samples over the limits ({} series, {} KiB lines) not kept",
+                              parsed.over_limit + dropped, ctx.metric_limits.max_series,
+                              ctx.metric_limits.max_line_bytes >> 10);
+  for (const auto& u : unsupported) cov.reason += "; not evaluated: " + u;
+}
+
 }  // namespace
 
 std::optional<Observation> observationFromJson(const json& body, const ObservationContext& ctx,
@@ -244,6 +319,7 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
   }
   int64_t lo = ctx.job_start_ns ? ctx.job_start_ns - ctx.margin_ns : INT64_MAX;
   int64_t hi = ctx.job_end_ns ? ctx.job_end_ns + ctx.margin_ns : INT64_MIN;
+  std::optional<int64_t> interval_end;
   if (c.contains("time_interval")) {
     const json& ti = c["time_interval"];
     std::optional<int64_t> start, end;
@@ -258,6 +334,7 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     }
     lo = std::min(lo, *start - ctx.margin_ns);
     hi = std::max(hi, *end + ctx.margin_ns);
+    interval_end = end;
   }
   const std::string prefix = fmt::format("fact:{}:{}", ctx.observation_id, o.source);
   auto output = [&](const std::string& node, const std::string& format) {
@@ -272,15 +349,13 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
   };
   if (o.format == "prometheus_metrics") {
     if (!body["body"].is_string()) {
-      *error = "body must be a string (Prometheus text)";
+      *error = "body must be a string (a Prometheus text or OpenMetrics scrape)";
       return std::nullopt;
     }
-    auto out = output("", "prometheus_metrics");
-    out.coverage.status = "missing";
-    out.coverage.reason =
-        "prometheus_metrics observations are stored, not read: faultline's metric rules ask a "
-        "PromQL endpoint (faultline-aggregator --prometheus)";
-    o.outputs.push_back(std::move(out));
+    o.outputs.push_back(output("", "prometheus_metrics"));
+    readPostedMetrics(body["body"].get_ref<const std::string&>(), interval_end.value_or(now_ns), ctx,
+                      engine.rules(), now_ns, &o.outputs.back());
+    o.lines = o.outputs.back().coverage.records;
     return o;
   }
   json streams = body["body"];

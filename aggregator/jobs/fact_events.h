@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "aggregator/store/store.h"
+#include "common/metric_text.h"
 #include "common/rule_engine.h"
 
 namespace faultline::aggregator {
@@ -38,11 +40,22 @@ std::string attributorIdOf(const std::string& workload_id);
 // Loki streams (or {"streams": [...]}, Loki's push shape), as a string (what NVRx sends) or as
 // JSON; each stream {"stream": {labels}, "values": [[ns_timestamp_string, line], ...]}, a line
 // being plain text or a JSON record {"body", "severity", "attributes": {"hostname", "appname"}}.
+// A prometheus_metrics body is a string: an exporter's scrape in the Prometheus text or OpenMetrics
+// format (common/metric_text.h), read through the metric rules like a PromQL answer.
 struct ObservationLimits {
   size_t max_streams = 10000;
   size_t max_values = 1000000;  // lines over all streams
   size_t max_line_bytes = 64 << 10;
 };
+// What a job's earlier prometheus_metrics observations left: their series (each series' samples
+// before the job's start, or its first sample, are the baseline a later one is measured from) and
+// the hits already stored as symptoms (rule id and series, each stored once).
+struct PostedMetrics {
+  std::vector<common::MetricSeries> series;
+  std::set<std::string> reported;
+  int64_t used_ns = 0;  // when an observation last added to it (the holder's eviction order)
+};
+
 struct ObservationContext {
   // The job's window (its start and end, 0 = unknown) widened by this margin: a Loki stamp
   // outside it and outside the observation's own time_interval is not the line's time.
@@ -50,12 +63,17 @@ struct ObservationContext {
   std::vector<std::string> job_nodes;
   std::function<std::string(int)> node_of_rank;  // may be empty
   std::string observation_id;                    // names the job outputs: "fact:ID:SOURCE:NODE"
+  // prometheus_metrics: the job's earlier metric observations, added to and read (null: the
+  // metrics are read alone, a scrape its own baseline).
+  PostedMetrics* metrics = nullptr;
+  common::MetricTextLimits metric_limits;
 };
 struct Observation {
   std::string source;  // syslog | applog
   std::string format;  // raw_loki_streams | prometheus_metrics
-  // One job output per (node, kind of log) the streams held; a prometheus_metrics body, or a
-  // Loki body without a stream, gives one entry whose coverage says so.
+  // One job output per (node, kind of log) the streams held; a prometheus_metrics body gives one
+  // (job-wide, its symptoms on the nodes their series name), a Loki body without a stream one
+  // whose coverage says so.
   std::vector<JobOutput> outputs;
   uint64_t lines = 0, out_of_window = 0;
 };

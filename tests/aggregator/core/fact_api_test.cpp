@@ -4,6 +4,7 @@
 // against `faultline attribute` on the same lines.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <thread>
 
@@ -245,12 +246,101 @@ TEST_CASE("fact: out-of-window Loki stamps, applog and prometheus_metrics observ
   CHECK(applog["observation_id"] == "obs-3");
   CHECK(applog["coverage"][0]["node"] == kNodeB);
 
-  // Metrics are stored, not read: the coverage says so.
+  // One scrape alone: the XID gauge's 79 may be older than the job, so it is the series' baseline
+  // and no symptom; the coverage says so.
   json prom{{"context", {{"source", "syslog"}, {"format", "prometheus_metrics"}}},
             {"body", "DCGM_FI_DEV_XID_ERRORS{gpu=\"0\",Hostname=\"" + kNodeA + "\"} 79\n"}};
   auto metrics = s.post("/attributor/" + id + "/observation", prom);
-  CHECK(metrics["coverage"][0]["status"] == "missing");
-  CHECK(metrics["coverage"][0]["reason"].get<std::string>().find("not read") != std::string::npos);
+  CHECK(metrics["coverage"][0]["status"] == "ok");
+  CHECK(metrics["symptoms"] == 0);
+  CHECK(metrics["coverage"][0]["reason"].get<std::string>().find("baseline") != std::string::npos);
+}
+
+namespace {
+
+// A dcgm-exporter scrape of node A's GPU 0 and a node_exporter scrape (no instance label: the
+// exporter's own output) at `at_ms`, in the Prometheus text format.
+std::string scrape(int64_t at_ms, int xid, int dbe, const std::string& extra = "") {
+  const std::string gpu = "{gpu=\"0\",UUID=\"GPU-5c2b7a1e\",pci_bus_id=\"00000000:E4:00.0\",device=\"nvidia0\","
+                          "modelName=\"NVIDIA GB200\",Hostname=\"" + kNodeA + "\"}";
+  return fmt::format(
+      "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
+      "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+      "DCGM_FI_DEV_XID_ERRORS{} {} {}\n"
+      "# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"
+      "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{} {} {}\n"
+      "DCGM_FI_DEV_XID_ERRORS{{gpu=\"0\",Hostname=\"some-other-node\"}} 31 {}\n"
+      "{}",
+      gpu, xid, at_ms, gpu, dbe, at_ms, at_ms, extra);
+}
+
+json metricObservation(const std::string& text) {
+  return {{"context",
+           {{"time_interval", {{"start", kStartIso}, {"end", kEndIso}}},
+            {"resources", "AllJobResources"},
+            {"source", "syslog"},
+            {"format", "prometheus_metrics"}}},
+          {"body", text}};
+}
+
+}  // namespace
+
+TEST_CASE("fact: prometheus_metrics observations are read through the metric rules, measured from the earlier ones",
+          "[http][fact][metrics]") {
+  FactServer s;
+  const std::string id = s.post("/attributor", attributorInfo("job-9:cycle0:1"))["attributor_id"];
+  const std::string obs = "/attributor/" + id + "/observation";
+  const int64_t start_ms = kCycleStart / 1'000'000;
+
+  // Before the job: Xid gauge 0, no double-bit errors. Baselines only.
+  auto before = s.post(obs, metricObservation(scrape(start_ms - 60'000, 0, 0, "garbage {{{\n")));
+  CHECK(before["symptoms"] == 0);
+  CHECK(before["lines"] == 3);  // samples: A's two series and the other node's
+  const std::string reason = before["coverage"][0]["reason"];
+  CHECK(before["coverage"][0]["skipped"] == 1);
+  CHECK(reason.find("1 malformed lines skipped (line 7:") != std::string::npos);
+  CHECK(reason.find("series name no node of the job") != std::string::npos);
+  CHECK(faultyNodes(s.get("/attributor/" + id + "/attribution")).empty());
+
+  // Five minutes in: Xid 79 and two double-bit errors on A's GPU 0 -> symptoms on node A.
+  auto during = s.post(obs, metricObservation(scrape(start_ms + 300'000, 79, 2)));
+  CHECK(during["coverage"][0]["status"] == "ok");
+  CHECK(during["symptoms"] == 2);
+  auto a = s.get("/attributor/" + id + "/attribution");
+  CHECK(faultyNodes(a) == std::vector<std::string>{kNodeA});
+  CHECK(a["verdict"]["sub_domain"] == "hardware");
+  REQUIRE(!a["attributions"].empty());
+  for (const auto& n : a["attributions"])
+    if (n["node"] == kNodeA) {
+      REQUIRE(!n["attributions"].empty());
+      CHECK(n["attributions"][0]["device"] == "0000:e4:00.0");
+    }
+
+  // The same state scraped again: nothing new is stored twice.
+  auto again = s.post(obs, metricObservation(scrape(start_ms + 360'000, 79, 2)));
+  CHECK(again["symptoms"] == 0);
+  CHECK(s.get("/attributor/" + id + "/attribution")["verdict"]["cause"] == a["verdict"]["cause"]);
+}
+
+TEST_CASE("fact: a metric scrape with its own stamps before the job is its own baseline, in OpenMetrics seconds",
+          "[http][fact][metrics]") {
+  FactServer s;
+  const std::string id = s.post("/attributor", attributorInfo("job-9:cycle0:2"))["attributor_id"];
+  const int64_t t0 = kCycleStart / 1'000'000'000 - 30, t1 = kCycleStart / 1'000'000'000 + 120;
+  const std::string node = "{device=\"mlx5_0\",port=\"1\",instance=\"" + kNodeB + ":9100\"}";
+  const std::string om = fmt::format(
+      "# TYPE node_infiniband_link_downed counter\n"
+      "node_infiniband_link_downed_total{} 4 {}\n"
+      "node_infiniband_link_downed_total{} 5 {}.25\n"
+      "# EOF\n",
+      node, t0, node, t1);
+  auto r = s.post("/attributor/" + id + "/observation", metricObservation(om));
+  CHECK(r["symptoms"] == 1);
+  auto v = s.get("/attributor/" + id + "/attribution")["verdict"];
+  INFO(v.dump());
+  CHECK(v["sub_domain"] == "network");
+  CHECK(v["cause"] == "metric.node.ib_link_downed");
+  CHECK(faultyNodes(s.get("/attributor/" + id + "/attribution")) == std::vector<std::string>{kNodeB});
 }
 
 TEST_CASE("fact: hostile bodies are refused with a reason and change nothing", "[http][fact]") {
