@@ -54,7 +54,9 @@ enum class RelationEffect {
   kService,      // the fault lies in a service outside the job's nodes (a storage server, a shared
                  // file system's quota, the scheduler's controller): a verdict it anchors names no node
   kBetween,      // the fault lies between the node and a peer (a connection neither end is shown to
-                 // break): a verdict it anchors names no node
+                 // break), or in a configuration or software every node of the job shares (a node
+                 // pool's NIC layout, a framework defect): in a job of several nodes a verdict it
+                 // anchors names no node
   kLocates,      // the symptom carries no node (a daemon's stderr relayed without its host); the
                  // cause, a report that names where it failed, places it when it names one node
 };

@@ -206,10 +206,12 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
                                 d.job_wide_relation);
   } else if (const Item& an = items[sc.anchor];
              !an.elsewhere_relation.empty() && (an.elsewhere == RelationEffect::kService || job.nodes.size() > 1)) {
-    // The reporting node only saw the outage, or is one end of a path; draining it fixes nothing.
+    // The reporting node only saw the outage, is one end of a path, or is the first to show a
+    // configuration or software its peers share; draining it fixes nothing.
     const char* where = an.elsewhere == RelationEffect::kService
                             ? "a fault of a service outside the job's nodes, which only reported it"
-                            : "a fault between nodes, and no end is shown to be the broken one";
+                            : "a fault between nodes or of a configuration or software they share, and no node is "
+                              "shown to be the broken one";
     b.explanation = fmt::format("{} is {}: no node is named [causality: {}].", nameOf(a), where, an.elsewhere_relation);
   } else if (c.fallback && a.sub_domain != SubDomain::kApplication) {
     b = fallbackBlame(job, items, sc, o);

@@ -68,6 +68,27 @@ Role judgeByNvswitch(Item& it) {
   return *it.nvswitch ? it.eff : Role::kContext;
 }
 
+// A message that is a fault only in a job of several nodes (rule field `requires_job:
+// several_nodes`: a service bound to the loopback address, which a one-node job works with): as
+// its rule says in a job of two or more nodes, context in a one-node job, and with the job's nodes
+// unknown fallback evidence.
+Role judgeByJobSize(Item& it, size_t job_nodes) {
+  Symptom& s = it.s;
+  if (job_nodes == 0) {
+    s.fields["job_fact"] = "job's nodes unknown";
+    s.fallback_root = true;
+    it.because = "the job's node count is unknown: fallback evidence only [phase: scope]";
+    return it.eff == Role::kRoot ? Role::kCascade : it.eff;
+  }
+  if (job_nodes == 1) {
+    s.fields["job_fact"] = "one-node job";
+    it.because = "a one-node job: no fault here [phase: scope]";
+    return Role::kContext;
+  }
+  s.fields["job_fact"] = fmt::format("job of {} nodes", job_nodes);
+  return it.eff;
+}
+
 // The persists relation that keeps an early symptom in scope: the fault lasts until a reboot
 // (an `until` symptom or a new boot id on the node) and none came before the job start; and the
 // job shows it: the node has fault evidence of its own during the job (a node whose GPU was lost
@@ -181,6 +202,7 @@ bool earlier(const Item& a, const Item& b) { return earlierSymptom(a.s, b.s); }
 std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const std::vector<Relation>& relations,
                         const CorrelatorOptions& o) {
   static const std::string kRequiresNodeFact = "requires_node_fact";
+  static const std::string kRequiresJob = "requires_job";
   JobNodes job_nodes(job);
   // The distinct nodes: each one's NVSwitch fact (RelationContext) and its place in name order.
   struct Node {
@@ -244,12 +266,15 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
     k.eff = symptoms[i].role;
     k.nvswitch = nodes[k.node].nvswitch;
     const Symptom* s = &symptoms[i];
-    if (s->field(kRequiresNodeFact) == "nvswitch") {
+    // A rule whose meaning depends on a fact (the node's NVSwitches, the job's size) is judged on
+    // a copy, which replaces the symptom when the items are built.
+    const bool by_nvswitch = s->field(kRequiresNodeFact) == "nvswitch";
+    if (by_nvswitch || s->field(kRequiresJob) == "several_nodes") {
       Item it;
       it.s = *s;
       it.eff = k.eff;
       it.nvswitch = k.nvswitch;
-      k.eff = judgeByNvswitch(it);
+      k.eff = by_nvswitch ? judgeByNvswitch(it) : judgeByJobSize(it, job.nodes.size());
       k.extra = static_cast<int32_t>(extras.size());
       extras.push_back({std::move(it.because), std::move(it.s)});
       s = &*extras.back().judged;

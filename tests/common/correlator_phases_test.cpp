@@ -149,6 +149,23 @@ TEST_CASE("scope: a platform-dependent message is judged with the node's NVSwitc
   CHECK(items[1].eff == Role::kRoot);
 }
 
+TEST_CASE("scope: a message that is a fault only in a job of several nodes is judged by the job's size", "[phases][scope]") {
+  Symptom gcs = sym("ray.gcs_no_valid_local_ip", "n1", SubDomain::kSystemSoftware, Role::kRoot, 5);
+  gcs.fields["requires_job"] = "several_nodes";
+  auto several = scope(job("FAILED", 2), {gcs}, {}, {});
+  REQUIRE(several.size() == 1);
+  CHECK(several[0].eff == Role::kRoot);
+  CHECK(several[0].s.field("job_fact") == "job of 2 nodes");
+  auto one = scope(job("FAILED", 1), {gcs}, {}, {});
+  CHECK(one[0].eff == Role::kContext);
+  CHECK_THAT(one[0].because, Catch::Contains("one-node job"));
+  JobInfo unknown = job("FAILED", 0);
+  auto u = scope(unknown, {gcs}, {}, {});
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].eff == Role::kCascade);
+  CHECK(u[0].s.fallback_root);
+}
+
 TEST_CASE("scope: a fault that persists until reboot counts from before the window", "[phases][scope]") {
   const auto& rel = shipped();
   Symptom lost = sym("xid.79", "n2", SubDomain::kHardware, Role::kRoot, -2400, Severity::kCritical, "gpu");
