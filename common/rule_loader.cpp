@@ -103,25 +103,15 @@ uint64_t fnv1a(uint64_t h, std::string_view s) {
   return h;
 }
 
-void loadRule(const std::string& file, const std::string& pack, const YAML::Node& node,
-              const std::map<std::string, std::string>& defines, Problems& problems,
-              std::vector<Rule>& out) {
-  if (!node.IsMap()) {
-    problems.add(file, node, "a rule must be a mapping");
-    return;
-  }
-  size_t before = problems.out->size();
-  Rule rule;
-  rule.file = file;
-  rule.pack = pack;
-  rule.line = node.Mark().line + 1;
-  for (const auto& kv : node) {
-    auto key = kv.first.as<std::string>();
-    if (!kRuleKeys.count(key)) problems.add(file, kv.first, fmt::format("unknown key '{}'", key));
-  }
-  for (const auto& key : kRequired)
-    if (!node[key].IsDefined()) problems.add(file, node, fmt::format("missing key '{}'", key));
-  auto str = [&](const char* key, std::string& dst) {
+// One rule's reading, in named steps: each reads its keys into `rule` and adds a problem for what
+// it cannot take. A rule with a problem is not kept (loadRule).
+struct RuleReader {
+  const std::string& file;
+  const YAML::Node& node;
+  Problems& problems;
+  Rule& rule;
+
+  void str(const char* key, std::string& dst) {
     if (!node[key].IsDefined()) return;
     auto v = scalar(node[key]);
     if (!v) {
@@ -129,80 +119,105 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
       return;
     }
     dst = *v;
-  };
-  str("id", rule.id);
-  str("since", rule.since);
-  str("symptom", rule.symptom);
-  str("category", rule.category);
-  str("device", rule.device_template);
-  str("node", rule.node_template);
-  str("summary", rule.summary_template);
-  str("meaning", rule.meaning);
-  str("action", rule.action);
-  std::string text;
-  if (node["sub_domain"].IsDefined()) {
-    str("sub_domain", text);
-    auto d = parseSubDomain(text);
-    if (!d || *d == SubDomain::kAmbiguous || *d == SubDomain::kUnattributed)
-      problems.add(file, node["sub_domain"], fmt::format("bad sub_domain '{}'", text));
-    else
-      rule.sub_domain = *d;
   }
-  if (node["role"].IsDefined()) {
-    str("role", text);
-    if (auto r = parseRole(text))
-      rule.role = *r;
-    else
-      problems.add(file, node["role"], fmt::format("bad role '{}'", text));
-  }
-  if (node["severity"].IsDefined()) {
-    str("severity", text);
-    if (auto s = parseSeverity(text))
-      rule.severity = *s;
-    else
-      problems.add(file, node["severity"], fmt::format("bad severity '{}'", text));
-  }
-  try {
-    if (node["priority"].IsDefined()) rule.priority = node["priority"].as<int>();
-    if (node["deprecated"].IsDefined()) rule.deprecated = node["deprecated"].as<bool>();
-    if (node["fallback_root"].IsDefined()) rule.fallback_root = node["fallback_root"].as<bool>();
-    if (node["boot_settle_s"].IsDefined()) {
-      const int s = node["boot_settle_s"].as<int>();
-      if (s < 0 || s > 3600) problems.add(file, node["boot_settle_s"], "boot_settle_s must be 0..3600");
-      else rule.boot_settle_ns = int64_t{s} * 1'000'000'000;
+
+  void checkKeys() {
+    for (const auto& kv : node) {
+      auto key = kv.first.as<std::string>();
+      if (!kRuleKeys.count(key)) problems.add(file, kv.first, fmt::format("unknown key '{}'", key));
     }
-    if (node["detection_delay_s"].IsDefined()) {
-      const int s = node["detection_delay_s"].as<int>();
-      if (s < 0 || s > 86400) problems.add(file, node["detection_delay_s"], "detection_delay_s must be 0..86400");
-      else rule.detection_delay_ns = int64_t{s} * 1'000'000'000;
-    }
-    if (node["detection_delay_field"].IsDefined()) {
-      rule.detection_delay_field = node["detection_delay_field"].as<std::string>();
-    }
-  } catch (const YAML::Exception& e) {
-    problems.add(file, node, fmt::format("rule '{}': {}", rule.id, e.msg));
+    for (const auto& key : kRequired)
+      if (!node[key].IsDefined()) problems.add(file, node, fmt::format("missing key '{}'", key));
   }
-  if (!rule.id.empty()) {
+
+  void readTexts() {
+    str("id", rule.id);
+    str("since", rule.since);
+    str("symptom", rule.symptom);
+    str("category", rule.category);
+    str("device", rule.device_template);
+    str("node", rule.node_template);
+    str("summary", rule.summary_template);
+    str("meaning", rule.meaning);
+    str("action", rule.action);
+  }
+
+  // sub_domain, role, severity: each a word of its enum.
+  void readClassification() {
+    std::string text;
+    if (node["sub_domain"].IsDefined()) {
+      str("sub_domain", text);
+      auto d = parseSubDomain(text);
+      if (!d || *d == SubDomain::kAmbiguous || *d == SubDomain::kUnattributed)
+        problems.add(file, node["sub_domain"], fmt::format("bad sub_domain '{}'", text));
+      else
+        rule.sub_domain = *d;
+    }
+    if (node["role"].IsDefined()) {
+      str("role", text);
+      if (auto r = parseRole(text))
+        rule.role = *r;
+      else
+        problems.add(file, node["role"], fmt::format("bad role '{}'", text));
+    }
+    if (node["severity"].IsDefined()) {
+      str("severity", text);
+      if (auto s = parseSeverity(text))
+        rule.severity = *s;
+      else
+        problems.add(file, node["severity"], fmt::format("bad severity '{}'", text));
+    }
+  }
+
+  // priority, deprecated, fallback_root and the timing keys.
+  void readNumbers() {
+    try {
+      if (node["priority"].IsDefined()) rule.priority = node["priority"].as<int>();
+      if (node["deprecated"].IsDefined()) rule.deprecated = node["deprecated"].as<bool>();
+      if (node["fallback_root"].IsDefined()) rule.fallback_root = node["fallback_root"].as<bool>();
+      if (node["boot_settle_s"].IsDefined()) {
+        const int s = node["boot_settle_s"].as<int>();
+        if (s < 0 || s > 3600) problems.add(file, node["boot_settle_s"], "boot_settle_s must be 0..3600");
+        else rule.boot_settle_ns = int64_t{s} * 1'000'000'000;
+      }
+      if (node["detection_delay_s"].IsDefined()) {
+        const int s = node["detection_delay_s"].as<int>();
+        if (s < 0 || s > 86400) problems.add(file, node["detection_delay_s"], "detection_delay_s must be 0..86400");
+        else rule.detection_delay_ns = int64_t{s} * 1'000'000'000;
+      }
+      if (node["detection_delay_field"].IsDefined())
+        rule.detection_delay_field = node["detection_delay_field"].as<std::string>();
+    } catch (const YAML::Exception& e) {
+      problems.add(file, node, fmt::format("rule '{}': {}", rule.id, e.msg));
+    }
+  }
+
+  void checkId() {
     for (char c : rule.id)
-      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-            c == '.' || c == '_' || c == '-')) {
+      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+            c == '_' || c == '-')) {
         problems.add(file, node["id"], fmt::format("id '{}' must be [a-z0-9._-]", rule.id));
-        break;
+        return;
       }
   }
-  const YAML::Node& pre = node["prefilter"];
-  if (pre.IsScalar()) {
-    rule.prefilters.push_back(pre.as<std::string>());
-  } else if (pre.IsSequence()) {
-    for (const auto& p : pre)
-      if (auto v = scalar(p)) rule.prefilters.push_back(*v);
-  } else if (pre.IsDefined()) {
-    problems.add(file, pre, "'prefilter' must be a string or a list of strings");
+
+  void readPrefilters() {
+    const YAML::Node& pre = node["prefilter"];
+    if (pre.IsScalar()) {
+      rule.prefilters.push_back(pre.as<std::string>());
+    } else if (pre.IsSequence()) {
+      for (const auto& p : pre)
+        if (auto v = scalar(p)) rule.prefilters.push_back(*v);
+    } else if (pre.IsDefined()) {
+      problems.add(file, pre, "'prefilter' must be a string or a list of strings");
+    }
+    for (const auto& p : rule.prefilters)
+      if (p.empty()) problems.add(file, pre, "empty prefilter literal");
   }
-  for (const auto& p : rule.prefilters)
-    if (p.empty()) problems.add(file, pre, "empty prefilter literal");
-  const YAML::Node& srcs = node["sources"];
-  if (srcs.IsDefined()) {
+
+  void readSources() {
+    const YAML::Node& srcs = node["sources"];
+    if (!srcs.IsDefined()) return;
     if (!srcs.IsSequence()) problems.add(file, srcs, "'sources' must be a list");
     for (const auto& s : srcs) {
       auto k = scalar(s) ? parseSourceKind(*scalar(s)) : std::nullopt;
@@ -212,91 +227,126 @@ void loadRule(const std::string& file, const std::string& pack, const YAML::Node
         rule.sources.push_back(*k);
     }
   }
-  for (const char* mapkey : {"fields", "nvidia"}) {
-    const YAML::Node& m = node[mapkey];
-    if (!m.IsDefined()) continue;
-    if (!m.IsMap()) {
-      problems.add(file, m, fmt::format("'{}' must be a mapping", mapkey));
-      continue;
-    }
-    auto& dst = std::string(mapkey) == "fields" ? rule.fields : rule.nvidia;
-    for (const auto& kv : m) {
-      if (kv.second.IsScalar())
-        dst[kv.first.as<std::string>()] = kv.second.as<std::string>();
-      else if (kv.second.IsNull())
-        dst[kv.first.as<std::string>()] = "";
-      else if (kv.second.IsSequence()) {
-        std::string joined;
-        for (const auto& e : kv.second)
-          if (e.IsScalar()) joined += (joined.empty() ? "" : "+") + e.as<std::string>();
-        dst[kv.first.as<std::string>()] = joined;
+
+  // `fields` and `nvidia`: mappings of scalars (a list is joined with '+', null is "").
+  void readMaps() {
+    for (const char* mapkey : {"fields", "nvidia"}) {
+      const YAML::Node& m = node[mapkey];
+      if (!m.IsDefined()) continue;
+      if (!m.IsMap()) {
+        problems.add(file, m, fmt::format("'{}' must be a mapping", mapkey));
+        continue;
       }
-      else
-        problems.add(file, kv.second, fmt::format("'{}.{}' must be a scalar", mapkey,
-                                                   kv.first.as<std::string>()));
+      auto& dst = std::string(mapkey) == "fields" ? rule.fields : rule.nvidia;
+      for (const auto& kv : m) {
+        if (kv.second.IsScalar()) {
+          dst[kv.first.as<std::string>()] = kv.second.as<std::string>();
+        } else if (kv.second.IsNull()) {
+          dst[kv.first.as<std::string>()] = "";
+        } else if (kv.second.IsSequence()) {
+          std::string joined;
+          for (const auto& e : kv.second)
+            if (e.IsScalar()) joined += (joined.empty() ? "" : "+") + e.as<std::string>();
+          dst[kv.first.as<std::string>()] = joined;
+        } else {
+          problems.add(file, kv.second, fmt::format("'{}.{}' must be a scalar", mapkey, kv.first.as<std::string>()));
+        }
+      }
     }
   }
-  const YAML::Node& ex = node["examples"];
-  if (ex.IsDefined()) {
+
+  void readExampleList(const YAML::Node& ex, const char* key, std::vector<std::string>& dst) {
+    const YAML::Node& l = ex[key];
+    if (!l.IsDefined()) return;
+    if (!l.IsSequence()) {
+      problems.add(file, l, fmt::format("'examples.{}' must be a list", key));
+      return;
+    }
+    for (const auto& e : l) {
+      if (auto v = scalar(e))
+        dst.push_back(*v);
+      else
+        problems.add(file, e, "an example must be a string");
+    }
+  }
+
+  void readExamples() {
+    const YAML::Node& ex = node["examples"];
+    if (!ex.IsDefined()) return;
     if (!ex.IsMap()) {
       problems.add(file, ex, "'examples' must be a mapping with match/no_match lists");
-    } else {
-      for (const auto& kv : ex) {
-        auto k = kv.first.as<std::string>();
-        if (k != "match" && k != "no_match")
-          problems.add(file, kv.first, fmt::format("unknown examples key '{}'", k));
-      }
-      auto list = [&](const char* key, std::vector<std::string>& dst) {
-        const YAML::Node& l = ex[key];
-        if (!l.IsDefined()) return;
-        if (!l.IsSequence()) {
-          problems.add(file, l, fmt::format("'examples.{}' must be a list", key));
-          return;
-        }
-        for (const auto& e : l) {
-          if (auto v = scalar(e))
-            dst.push_back(*v);
-          else
-            problems.add(file, e, "an example must be a string");
-        }
-      };
-      list("match", rule.match_examples);
-      list("no_match", rule.no_match_examples);
-      if (rule.match_examples.empty())
-        problems.add(file, ex, fmt::format("rule '{}' needs at least one match example", rule.id));
+      return;
     }
+    for (const auto& kv : ex) {
+      auto k = kv.first.as<std::string>();
+      if (k != "match" && k != "no_match") problems.add(file, kv.first, fmt::format("unknown examples key '{}'", k));
+    }
+    readExampleList(ex, "match", rule.match_examples);
+    readExampleList(ex, "no_match", rule.no_match_examples);
+    if (rule.match_examples.empty())
+      problems.add(file, ex, fmt::format("rule '{}' needs at least one match example", rule.id));
   }
-  if (auto raw = scalar(node["pattern"])) {
+
+  // The pattern, its defines expanded, compiled; the templates and detection_delay_field must
+  // name its captures.
+  void compilePattern(const std::map<std::string, std::string>& defines) {
+    auto raw = scalar(node["pattern"]);
+    if (!raw) {
+      if (node["pattern"].IsDefined()) problems.add(file, node["pattern"], "'pattern' must be a string");
+      return;
+    }
     std::string undefined;
     auto expanded = expandDefines(*raw, defines, &undefined);
     if (!expanded) {
       problems.add(file, node["pattern"], fmt::format("undefined define '{{{{{}}}}}'", undefined));
-    } else {
-      rule.pattern = *expanded;
-      RE2::Options opts;
-      opts.set_log_errors(false);
-      auto re = std::make_shared<RE2>(rule.pattern, opts);
-      if (!re->ok()) {
-        problems.add(file, node["pattern"],
-                     fmt::format("rule '{}': bad pattern: {}", rule.id, re->error()));
-      } else {
-        rule.regex = re;
-        const auto& groups = re->NamedCapturingGroups();
-        for (const auto* tmpl : {&rule.summary_template, &rule.device_template, &rule.node_template})
-          for (const auto& name : templateNames(*tmpl))
-            if (name != "host" && name != "node_default" && !groups.count(name) &&
-                !rule.fields.count(name))
-              problems.add(file, node, fmt::format("rule '{}': template names '{{{}}}' which the "
-                                                   "pattern does not capture", rule.id, name));
-        if (!rule.detection_delay_field.empty() && !groups.count(rule.detection_delay_field))
-          problems.add(file, node["detection_delay_field"],
-                       fmt::format("rule '{}': detection_delay_field '{}' is not a named capture of the pattern",
-                                   rule.id, rule.detection_delay_field));
-      }
+      return;
     }
-  } else if (node["pattern"].IsDefined()) {
-    problems.add(file, node["pattern"], "'pattern' must be a string");
+    rule.pattern = *expanded;
+    RE2::Options opts;
+    opts.set_log_errors(false);
+    auto re = std::make_shared<RE2>(rule.pattern, opts);
+    if (!re->ok()) {
+      problems.add(file, node["pattern"], fmt::format("rule '{}': bad pattern: {}", rule.id, re->error()));
+      return;
+    }
+    rule.regex = re;
+    const auto& groups = re->NamedCapturingGroups();
+    for (const auto* tmpl : {&rule.summary_template, &rule.device_template, &rule.node_template})
+      for (const auto& name : templateNames(*tmpl))
+        if (name != "host" && name != "node_default" && !groups.count(name) && !rule.fields.count(name))
+          problems.add(file, node,
+                       fmt::format("rule '{}': template names '{{{}}}' which the pattern does not capture", rule.id,
+                                   name));
+    if (!rule.detection_delay_field.empty() && !groups.count(rule.detection_delay_field))
+      problems.add(file, node["detection_delay_field"],
+                   fmt::format("rule '{}': detection_delay_field '{}' is not a named capture of the pattern", rule.id,
+                               rule.detection_delay_field));
   }
+};
+
+void loadRule(const std::string& file, const std::string& pack, const YAML::Node& node,
+              const std::map<std::string, std::string>& defines, Problems& problems,
+              std::vector<Rule>& out) {
+  if (!node.IsMap()) {
+    problems.add(file, node, "a rule must be a mapping");
+    return;
+  }
+  const size_t before = problems.out->size();
+  Rule rule;
+  rule.file = file;
+  rule.pack = pack;
+  rule.line = node.Mark().line + 1;
+  RuleReader r{file, node, problems, rule};
+  r.checkKeys();
+  r.readTexts();
+  r.readClassification();
+  r.readNumbers();
+  r.checkId();
+  r.readPrefilters();
+  r.readSources();
+  r.readMaps();
+  r.readExamples();
+  r.compilePattern(defines);
   if (problems.out->size() == before) out.push_back(std::move(rule));
 }
 
