@@ -301,11 +301,10 @@ const KubePod* KubeJob::pod(std::string_view n) const {
   return nullptr;
 }
 
-std::optional<KubeJob> parseKubeObjects(
-    const std::vector<std::pair<std::string, std::string>>& files, std::string* error) {
-  KubeJob kj;
-  Objects objs;
-  std::vector<std::string> pod_files, event_sources;
+namespace {
+
+// The files' objects sorted by kind; one coverage entry per file.
+void readObjectFiles(const std::vector<std::pair<std::string, std::string>>& files, KubeJob& kj, Objects& objs) {
   for (const auto& [path, text] : files) {
     common::CoverageEntry cov{"", path, "kubectl json", 0, 0, "ok", ""};
     json doc;
@@ -362,8 +361,10 @@ std::optional<KubeJob> parseKubeObjects(
     }
     kj.coverage.push_back(std::move(cov));
   }
+}
 
-  // The describing object.
+// The object that describes the job: a JobSet, else a PyTorchJob, a Job, a Workload, a Pod.
+const json* describingObject(const Objects& objs, KubeJob& kj) {
   const json* top = nullptr;
   if (!objs.jobsets.empty())
     kj.kind = "JobSet", top = &objs.jobsets.front();
@@ -375,19 +376,13 @@ std::optional<KubeJob> parseKubeObjects(
     kj.kind = "Workload", top = &objs.workloads.front();
   else if (!objs.pods.empty())
     kj.kind = "Pod", top = &objs.pods.front();
-  if (!top) {
-    *error = "kube/: no JobSet, PyTorchJob, Job, Workload or Pod object (kubectl get ... -o json)";
-    return std::nullopt;
-  }
-  kj.name = nsName(*top);
-  common::JobInfo& job = kj.job;
-  job.job_id = str(*top, {"metadata", "uid"});
-  if (job.job_id.empty()) {
-    job.job_id = kj.name;
-    std::replace(job.job_id.begin(), job.job_id.end(), '/', '_');
-  }
+  return top;
+}
 
-  // Pods: membership, index, node.
+// The job's pods (membership, index, node); the job's nodes and ranks in index order.
+std::vector<const json*> readPods(const Objects& objs, const json& top_ref, KubeJob& kj) {
+  const json* top = &top_ref;
+  common::JobInfo& job = kj.job;
   std::set<std::string> job_names;
   for (const auto& j : objs.jobs) job_names.insert(str(j, {"metadata", "name"}));
   const auto rjs = kj.kind == "JobSet" ? replicatedJobs(*top) : std::vector<ReplicatedJob>{};
@@ -414,9 +409,16 @@ std::optional<KubeJob> parseKubeObjects(
       job.nodes.push_back(p->node);
     if (p->index >= 0) job.ranks.push_back({p->node, p->index, p->index});
   }
+  return pods;
+}
 
-  // State.
-  int64_t end_ns = 0;
+// The job's state and exit code from the object's conditions, the Workload's eviction and the
+// pods' phases and terminations; *end_ns the latest termination (or the object's end).
+void readState(const Objects& objs, const json& top_ref, const std::vector<const json*>& pods, KubeJob& kj,
+               int64_t* end_ns_out) {
+  const json* top = &top_ref;
+  common::JobInfo& job = kj.job;
+  int64_t& end_ns = *end_ns_out;
   std::string state = stateOfObject(kj.kind, *top, &end_ns);
   for (const auto& j : objs.jobs)  // a JobSet's child Job may say more (DeadlineExceeded)
     if (kj.kind == "JobSet" && state == "FAILED" && stateOfObject("Job", j, nullptr) == "TIMEOUT")
@@ -452,8 +454,10 @@ std::optional<KubeJob> parseKubeObjects(
   if (state == "FAILED" && oom) state = "OUT_OF_MEMORY";
   job.state = state;
   job.exit_code = exit_code.empty() ? (state == "COMPLETED" ? "0:0" : "") : exit_code;
+}
 
-  // Start / end.
+void readTimes(const json& top_ref, const std::vector<const json*>& pods, int64_t end_ns, common::JobInfo& job) {
+  const json* top = &top_ref;
   job.start_ns = timeOf(str(*top, {"status", "startTime"}));
   if (!job.start_ns)
     for (const json* p : pods) {
@@ -465,8 +469,10 @@ std::optional<KubeJob> parseKubeObjects(
   job.end_ns = completion ? completion : end_ns;
   const int deadline = toInt(str(*top, {"spec", "activeDeadlineSeconds"}), 0);
   if (deadline > 0) job.time_limit_sec = deadline;
+}
 
-  // Records: the pods' own terminal statuses.
+// Records: the pods' own terminal statuses.
+void podStatusRecords(const std::vector<const json*>& pods, KubeJob& kj) {
   uint64_t line = 0;
   const std::string pods_source = "kube: pod status";
   for (const json* p : pods) {
@@ -502,8 +508,12 @@ std::optional<KubeJob> parseKubeObjects(
            makeRecord(t.finished_ns, node, "kubelet", 3, std::move(text), ++line)});
     }
   }
+}
 
-  // Records: events about the job's objects, pods and nodes.
+// Records: events about the job's objects, pods and nodes; events about other objects are not the
+// job's and are counted as skipped where they were read.
+void eventRecords(const Objects& objs, KubeJob& kj) {
+  const common::JobInfo& job = kj.job;
   std::set<std::string> names;
   for (const auto* list : {&objs.jobsets, &objs.pytorchjobs, &objs.workloads, &objs.jobs})
     for (const auto& o : *list) names.insert(str(o, {"metadata", "name"}));
@@ -543,7 +553,6 @@ std::optional<KubeJob> parseKubeObjects(
                                 message, reason == "Evicted" ? evictionNote(message) : ""),
                     i + 1)});
   }
-  // Events about other objects are not the job's: counted as skipped where they were read.
   for (auto& cov : kj.coverage) {
     auto it = other_events.find(cov.source);
     if (it == other_events.end()) continue;
@@ -552,6 +561,33 @@ std::optional<KubeJob> parseKubeObjects(
     cov.reason +=
         fmt::format("{}{} events about other objects", cov.reason.empty() ? "" : ", ", it->second);
   }
+}
+
+}  // namespace
+
+std::optional<KubeJob> parseKubeObjects(
+    const std::vector<std::pair<std::string, std::string>>& files, std::string* error) {
+  KubeJob kj;
+  Objects objs;
+  readObjectFiles(files, kj, objs);
+  const json* top = describingObject(objs, kj);
+  if (!top) {
+    *error = "kube/: no JobSet, PyTorchJob, Job, Workload or Pod object (kubectl get ... -o json)";
+    return std::nullopt;
+  }
+  kj.name = nsName(*top);
+  common::JobInfo& job = kj.job;
+  job.job_id = str(*top, {"metadata", "uid"});
+  if (job.job_id.empty()) {
+    job.job_id = kj.name;
+    std::replace(job.job_id.begin(), job.job_id.end(), '/', '_');
+  }
+  const auto pods = readPods(objs, *top, kj);
+  int64_t end_ns = 0;
+  readState(objs, *top, pods, kj, &end_ns);
+  readTimes(*top, pods, end_ns, job);
+  podStatusRecords(pods, kj);
+  eventRecords(objs, kj);
   return kj;
 }
 
