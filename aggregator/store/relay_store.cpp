@@ -74,6 +74,198 @@ std::vector<common::Symptom> summarise(std::vector<common::Symptom> in) {
   return out;
 }
 
+// The relay's watermarks and counters in the meta table.
+struct RelayMeta {
+  sql::Db& db;
+  int64_t get(const char* key, int64_t fallback) {
+    Stmt m(db.get(), "SELECT value FROM meta WHERE key = ?");
+    m.bind(1, key);
+    return m.step() == sql::kRow ? m.i64(0) : fallback;
+  }
+  bool set(const char* key, int64_t value) {
+    Stmt m(db.get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
+    m.bind(1, key).bind(2, value);
+    return m.step() == sql::kDone;
+  }
+};
+
+// What one collection packs: the batch, its result so far and its highest severity.
+struct RelayPack {
+  common::RelayBatchData b;
+  RelayCollectResult r;
+  common::Severity max_severity = common::Severity::kInfo;
+};
+
+// The queued verdict revisions, a revision that repeats the one before as a reference to it;
+// returns the last queue entry taken (0: none).
+int64_t packVerdicts(sql::Db& db, const RelayCollectOptions& o, RelayPack& pack) {
+  auto& b = pack.b;
+  auto& r = pack.r;
+  auto& max_severity = pack.max_severity;
+  int64_t last_pending = 0;
+  Stmt s(db.get(),
+         "SELECT p.id, v.revision, v.created_ns, v.status, v.reason, v.missing_nodes, v.diagnosis, v.symptoms, "
+         "j.job_id, j.state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.time_limit_sec "
+         "FROM relay_pending p JOIN verdicts v ON v.job_id = p.job_id AND v.revision = p.revision "
+         "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
+  s.bind(1, int64_t(o.max_items));
+  // The job's revision before this one and what it said (the last seen in this batch, or read).
+  std::map<std::string, std::pair<int64_t, std::string>> previous;
+  Stmt before(db.get(),
+              "SELECT revision, diagnosis FROM verdicts WHERE job_id = ? AND revision < ? "
+              "ORDER BY revision DESC LIMIT 1");
+  size_t verdict_bytes = 0;
+  while (s.step() == sql::kRow) {
+    const std::string job_id = s.text(8);
+    const int64_t revision = s.i64(1);
+    std::string key = verdictKey(s.text(6));
+    uint32_t confirms = 0;
+    auto prev = previous.find(job_id);
+    if (prev == previous.end() || prev->second.first >= revision) {
+      before.reset();
+      before.bind(1, job_id).bind(2, revision);
+      if (before.step() == sql::kRow)
+        prev = previous.insert_or_assign(job_id, std::pair{before.i64(0), verdictKey(before.text(1))}).first;
+      else
+        prev = previous.end();
+    }
+    if (o.revision_refs && prev != previous.end() && !key.empty() && prev->second.second == key)
+      confirms = static_cast<uint32_t>(prev->second.first);
+    const size_t bytes = confirms ? 0 : s.text(6).size();
+    // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)
+    // go a few per batch.
+    if (!b.verdicts.empty() && verdict_bytes + bytes > o.max_verdict_bytes) {
+      r.more = true;
+      break;
+    }
+    verdict_bytes += bytes;
+    last_pending = s.i64(0);
+    previous.insert_or_assign(job_id, std::pair{revision, key});
+    common::RelayVerdictData v;
+    v.confirms = confirms;
+    if (confirms) ++r.confirmed;
+    v.revision = static_cast<uint32_t>(s.i64(1));
+    v.created_ns = s.i64(2);
+    v.status = s.text(3);
+    v.reason = s.text(4);
+    json missing = json::parse(s.text(5), nullptr, false);
+    if (missing.is_array())
+      for (const auto& m : missing)
+        if (m.is_string()) v.missing_nodes.push_back(m.get<std::string>());
+    // A revision that repeats the one before goes as a reference to it, not as a diagnosis.
+    if (!confirms) v.diagnosis_json = s.text(6);
+    v.symptoms = static_cast<uint32_t>(s.i64(7));
+    v.job_id = s.text(8);
+    v.state = s.text(9);
+    v.exit_code = s.text(10);
+    v.start_ns = s.i64(11);
+    v.end_ns = s.i64(12);
+    v.nodelist = s.text(13);
+    v.time_limit_sec = s.i64(14);
+    b.verdicts.push_back(std::move(v));
+    max_severity = common::Severity::kCritical;
+  }
+  // Queue entries of revisions pruned meanwhile (no join partner) are skipped, not repeated.
+  if (b.verdicts.size() == o.max_items) r.more = true;
+  if (!r.more) {
+    Stmt all(db.get(), "SELECT COALESCE(MAX(id), 0) FROM relay_pending");
+    if (all.step() == sql::kRow) last_pending = all.i64(0);
+  }
+  return last_pending;
+}
+
+// The node events after `mark`; returns the new mark.
+int64_t packNodeEvents(sql::Db& db, const RelayCollectOptions& o, RelayPack& pack, int64_t event_mark) {
+  Stmt s(db.get(),
+         "SELECT id, node, time_ns, kind, detail, job_id FROM node_events WHERE id > ? ORDER BY id LIMIT ?");
+  s.bind(1, event_mark).bind(2, int64_t(o.max_items));
+  while (s.step() == sql::kRow) {
+    event_mark = s.i64(0);
+    pack.b.node_events.push_back({s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5)});
+    pack.max_severity = std::max(pack.max_severity, common::Severity::kWarning);
+  }
+  if (pack.b.node_events.size() == o.max_items) pack.r.more = true;
+  return event_mark;
+}
+
+// Per-node summaries of the symptoms after the relay's mark (when asked), else the mark moved to
+// the newest; false when the first mark cannot be stored.
+bool packSymptoms(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, RelayPack& pack, int64_t* mark,
+                  std::string* error) {
+  auto& b = pack.b;
+  auto& r = pack.r;
+  auto& max_severity = pack.max_severity;
+  int64_t symptom_mark = meta.get("relay.symptom_id", -1);
+  if (symptom_mark < 0) {
+    // Summaries start with what arrives after the relay was first switched on.
+    Stmt m(db.get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    symptom_mark = m.step() == sql::kRow ? m.i64(0) : 0;
+    if (!meta.set("relay.symptom_id", symptom_mark)) {
+      *error = "store: " + db.errmsg();
+      return false;
+    }
+  }
+  if (o.symptoms) {
+    Stmt s(db.get(), "SELECT id, payload FROM symptoms WHERE id > ? ORDER BY id LIMIT ?");
+    s.bind(1, symptom_mark).bind(2, int64_t(o.max_items * 20));
+    std::vector<common::Symptom> raw;
+    while (s.step() == sql::kRow) {
+      symptom_mark = s.i64(0);
+      json j = json::parse(s.text(1), nullptr, false);
+      if (j.is_object()) raw.push_back(symptomFromJson(j));
+    }
+    if (raw.size() == o.max_items * 20) r.more = true;
+    b.symptoms = summarise(std::move(raw));
+    for (const auto& sy : b.symptoms) max_severity = std::max(max_severity, std::min(sy.severity, common::Severity::kError));
+  } else {
+    Stmt m(db.get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
+    if (m.step() == sql::kRow) symptom_mark = m.i64(0);
+  }
+  *mark = symptom_mark;
+  return true;
+}
+
+// The batch into the outbox under the next sequence number, then the outbox's bound: whole
+// batches go, least severe first, oldest first within a severity. false: a write failed.
+bool writeOutbox(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, RelayPack& pack, int64_t now) {
+  auto& b = pack.b;
+  auto& r = pack.r;
+  const auto max_severity = pack.max_severity;
+  b.sequence = static_cast<uint64_t>(meta.get("relay.next_seq", 1));
+  std::string payload = common::encodeRelayBatch(b);
+  Stmt ins(db.get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
+  ins.bind(1, b.sequence).bind(2, now).bind(3, int64_t(max_severity)).bind(4, int64_t(b.items()));
+  ins.bindBlob(5, payload);
+  if (ins.step() != sql::kDone || !meta.set("relay.next_seq", int64_t(b.sequence + 1))) return false;
+  r.sequence = b.sequence;
+  r.verdicts = b.verdicts.size();
+  r.node_events = b.node_events.size();
+  r.symptoms = b.symptoms.size();
+  r.bytes = payload.size();
+  // The bound: whole batches go, least severe first, oldest first within a severity.
+  Stmt total(db.get(), "SELECT COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
+  int64_t bytes = total.step() == sql::kRow ? total.i64(0) : 0;
+  if (bytes > int64_t(o.max_outbox_bytes)) {
+    Stmt victims(db.get(), "SELECT seq, items, length(payload) FROM relay_outbox ORDER BY max_severity, seq");
+    std::vector<std::pair<int64_t, int64_t>> drop;
+    while (bytes > int64_t(o.max_outbox_bytes) && victims.step() == sql::kRow) {
+      drop.push_back({victims.i64(0), victims.i64(1)});
+      bytes -= victims.i64(2);
+    }
+    int64_t dropped_items = 0;
+    for (auto [seq, items] : drop) {
+      Stmt d(db.get(), "DELETE FROM relay_outbox WHERE seq = ?");
+      d.bind(1, seq).step();
+      dropped_items += items;
+    }
+    r.dropped_batches = drop.size();
+    if (!meta.set("relay.dropped_batches", meta.get("relay.dropped_batches", 0) + int64_t(drop.size())) ||
+        !meta.set("relay.dropped_items", meta.get("relay.dropped_items", 0) + dropped_items))
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Store::setRelayCapture(bool on, std::string* error) {
@@ -124,134 +316,17 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     *error = "store: " + db_->errmsg();
     return std::nullopt;
   }
-  auto meta = [&](const char* key, int64_t fallback) {
-    Stmt m(db_->get(), "SELECT value FROM meta WHERE key = ?");
-    m.bind(1, key);
-    return m.step() == sql::kRow ? m.i64(0) : fallback;
-  };
-  auto setMeta = [&](const char* key, int64_t value) {
-    Stmt m(db_->get(), "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2");
-    m.bind(1, key).bind(2, value);
-    return m.step() == sql::kDone;
-  };
-  common::RelayBatchData b;
+  RelayMeta meta{*db_};
+  RelayPack pack;
+  common::RelayBatchData& b = pack.b;
   b.site_id = o.site_id;
   b.created_ns = now;
   b.aggregator_version = FAULTLINE_VERSION;
   b.ruleset_version = o.ruleset_version;
-  common::Severity max_severity = common::Severity::kInfo;
-  RelayCollectResult r;
-
-  int64_t last_pending = 0;
-  {
-    Stmt s(db_->get(),
-           "SELECT p.id, v.revision, v.created_ns, v.status, v.reason, v.missing_nodes, v.diagnosis, v.symptoms, "
-           "j.job_id, j.state, j.exit_code, j.start_ns, j.end_ns, j.nodelist, j.time_limit_sec "
-           "FROM relay_pending p JOIN verdicts v ON v.job_id = p.job_id AND v.revision = p.revision "
-           "JOIN jobs j ON j.job_id = p.job_id ORDER BY p.id LIMIT ?");
-    s.bind(1, int64_t(o.max_items));
-    // The job's revision before this one and what it said (the last seen in this batch, or read).
-    std::map<std::string, std::pair<int64_t, std::string>> previous;
-    Stmt before(db_->get(),
-                "SELECT revision, diagnosis FROM verdicts WHERE job_id = ? AND revision < ? "
-                "ORDER BY revision DESC LIMIT 1");
-    size_t verdict_bytes = 0;
-    while (s.step() == sql::kRow) {
-      const std::string job_id = s.text(8);
-      const int64_t revision = s.i64(1);
-      std::string key = verdictKey(s.text(6));
-      uint32_t confirms = 0;
-      auto prev = previous.find(job_id);
-      if (prev == previous.end() || prev->second.first >= revision) {
-        before.reset();
-        before.bind(1, job_id).bind(2, revision);
-        if (before.step() == sql::kRow)
-          prev = previous.insert_or_assign(job_id, std::pair{before.i64(0), verdictKey(before.text(1))}).first;
-        else
-          prev = previous.end();
-      }
-      if (o.revision_refs && prev != previous.end() && !key.empty() && prev->second.second == key)
-        confirms = static_cast<uint32_t>(prev->second.first);
-      const size_t bytes = confirms ? 0 : s.text(6).size();
-      // A batch stays well under the central's message limit: big diagnoses (a 1,000-node job)
-      // go a few per batch.
-      if (!b.verdicts.empty() && verdict_bytes + bytes > o.max_verdict_bytes) {
-        r.more = true;
-        break;
-      }
-      verdict_bytes += bytes;
-      last_pending = s.i64(0);
-      previous.insert_or_assign(job_id, std::pair{revision, key});
-      common::RelayVerdictData v;
-      v.confirms = confirms;
-      if (confirms) ++r.confirmed;
-      v.revision = static_cast<uint32_t>(s.i64(1));
-      v.created_ns = s.i64(2);
-      v.status = s.text(3);
-      v.reason = s.text(4);
-      json missing = json::parse(s.text(5), nullptr, false);
-      if (missing.is_array())
-        for (const auto& m : missing)
-          if (m.is_string()) v.missing_nodes.push_back(m.get<std::string>());
-      // A revision that repeats the one before goes as a reference to it, not as a diagnosis.
-      if (!confirms) v.diagnosis_json = s.text(6);
-      v.symptoms = static_cast<uint32_t>(s.i64(7));
-      v.job_id = s.text(8);
-      v.state = s.text(9);
-      v.exit_code = s.text(10);
-      v.start_ns = s.i64(11);
-      v.end_ns = s.i64(12);
-      v.nodelist = s.text(13);
-      v.time_limit_sec = s.i64(14);
-      b.verdicts.push_back(std::move(v));
-      max_severity = common::Severity::kCritical;
-    }
-    // Queue entries of revisions pruned meanwhile (no join partner) are skipped, not repeated.
-    if (b.verdicts.size() == o.max_items) r.more = true;
-    if (!r.more) {
-      Stmt all(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM relay_pending");
-      if (all.step() == sql::kRow) last_pending = all.i64(0);
-    }
-  }
-  int64_t event_mark = meta("relay.event_id", 0);
-  {
-    Stmt s(db_->get(),
-           "SELECT id, node, time_ns, kind, detail, job_id FROM node_events WHERE id > ? ORDER BY id LIMIT ?");
-    s.bind(1, event_mark).bind(2, int64_t(o.max_items));
-    while (s.step() == sql::kRow) {
-      event_mark = s.i64(0);
-      b.node_events.push_back({s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5)});
-      max_severity = std::max(max_severity, common::Severity::kWarning);
-    }
-    if (b.node_events.size() == o.max_items) r.more = true;
-  }
-  int64_t symptom_mark = meta("relay.symptom_id", -1);
-  if (symptom_mark < 0) {
-    // Summaries start with what arrives after the relay was first switched on.
-    Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-    symptom_mark = m.step() == sql::kRow ? m.i64(0) : 0;
-    if (!setMeta("relay.symptom_id", symptom_mark)) {
-      *error = "store: " + db_->errmsg();
-      return std::nullopt;
-    }
-  }
-  if (o.symptoms) {
-    Stmt s(db_->get(), "SELECT id, payload FROM symptoms WHERE id > ? ORDER BY id LIMIT ?");
-    s.bind(1, symptom_mark).bind(2, int64_t(o.max_items * 20));
-    std::vector<common::Symptom> raw;
-    while (s.step() == sql::kRow) {
-      symptom_mark = s.i64(0);
-      json j = json::parse(s.text(1), nullptr, false);
-      if (j.is_object()) raw.push_back(symptomFromJson(j));
-    }
-    if (raw.size() == o.max_items * 20) r.more = true;
-    b.symptoms = summarise(std::move(raw));
-    for (const auto& sy : b.symptoms) max_severity = std::max(max_severity, std::min(sy.severity, common::Severity::kError));
-  } else {
-    Stmt m(db_->get(), "SELECT COALESCE(MAX(id), 0) FROM symptoms");
-    if (m.step() == sql::kRow) symptom_mark = m.i64(0);
-  }
-
+  const int64_t last_pending = packVerdicts(*db_, o, pack);
+  const int64_t event_mark = packNodeEvents(*db_, o, pack, meta.get("relay.event_id", 0));
+  int64_t symptom_mark = 0;
+  if (!packSymptoms(*db_, o, meta, pack, &symptom_mark, error)) return std::nullopt;
   auto fail = [&]() -> std::optional<RelayCollectResult> {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
@@ -261,59 +336,24 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
     d.bind(1, last_pending);
     if (d.step() != sql::kDone) return fail();
   }
-  if (!setMeta("relay.event_id", event_mark) || !setMeta("relay.symptom_id", symptom_mark)) return fail();
+  if (!meta.set("relay.event_id", event_mark) || !meta.set("relay.symptom_id", symptom_mark)) return fail();
   // The site's live nodes go with every batch, and alone every live_every_ns — but not into an
   // outbox that still holds batches (the link is down or slow: a pile of stale keepalives would
   // say nothing when it drains).
-  bool keepalive = o.live_every_ns > 0 && now - meta("relay.live_sent_ns", 0) >= o.live_every_ns;
+  bool keepalive = o.live_every_ns > 0 && now - meta.get("relay.live_sent_ns", 0) >= o.live_every_ns;
   if (keepalive && b.items() == 0) {
     Stmt queued(db_->get(), "SELECT COUNT(*) FROM relay_outbox");
     keepalive = queued.step() == sql::kRow && queued.i64(0) == 0;
   }
-  if (b.items() > 0 || keepalive) {
-    Stmt live(db_->get(),
-              "SELECT hostname FROM nodes WHERE last_heartbeat_ns >= ? AND agent_id NOT LIKE 'relay:%' "
-              "ORDER BY hostname");
-    live.bind(1, now - o.agent_timeout_ns);
-    while (live.step() == sql::kRow) b.live_nodes.push_back(live.text(0));
-    if (!setMeta("relay.live_sent_ns", now)) return fail();
-  }
-  if (b.items() > 0 || keepalive) {
-    b.sequence = static_cast<uint64_t>(meta("relay.next_seq", 1));
-    std::string payload = common::encodeRelayBatch(b);
-    Stmt ins(db_->get(), "INSERT INTO relay_outbox(seq, created_ns, max_severity, items, payload) VALUES(?,?,?,?,?)");
-    ins.bind(1, b.sequence).bind(2, now).bind(3, int64_t(max_severity)).bind(4, int64_t(b.items()));
-    ins.bindBlob(5, payload);
-    if (ins.step() != sql::kDone || !setMeta("relay.next_seq", int64_t(b.sequence + 1))) return fail();
-    r.sequence = b.sequence;
-    r.verdicts = b.verdicts.size();
-    r.node_events = b.node_events.size();
-    r.symptoms = b.symptoms.size();
-    r.bytes = payload.size();
-    // The bound: whole batches go, least severe first, oldest first within a severity.
-    Stmt total(db_->get(), "SELECT COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
-    int64_t bytes = total.step() == sql::kRow ? total.i64(0) : 0;
-    if (bytes > int64_t(o.max_outbox_bytes)) {
-      Stmt victims(db_->get(), "SELECT seq, items, length(payload) FROM relay_outbox ORDER BY max_severity, seq");
-      std::vector<std::pair<int64_t, int64_t>> drop;
-      while (bytes > int64_t(o.max_outbox_bytes) && victims.step() == sql::kRow) {
-        drop.push_back({victims.i64(0), victims.i64(1)});
-        bytes -= victims.i64(2);
-      }
-      int64_t dropped_items = 0;
-      for (auto [seq, items] : drop) {
-        Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
-        d.bind(1, seq).step();
-        dropped_items += items;
-      }
-      r.dropped_batches = drop.size();
-      if (!setMeta("relay.dropped_batches", meta("relay.dropped_batches", 0) + int64_t(drop.size())) ||
-          !setMeta("relay.dropped_items", meta("relay.dropped_items", 0) + dropped_items))
-        return fail();
-    }
-  }
+  if (b.items() == 0 && !keepalive) return tx.commit(error) ? std::optional(pack.r) : std::nullopt;
+  Stmt live(db_->get(),
+            "SELECT hostname FROM nodes WHERE last_heartbeat_ns >= ? AND agent_id NOT LIKE 'relay:%' "
+            "ORDER BY hostname");
+  live.bind(1, now - o.agent_timeout_ns);
+  while (live.step() == sql::kRow) b.live_nodes.push_back(live.text(0));
+  if (!meta.set("relay.live_sent_ns", now) || !writeOutbox(*db_, o, meta, pack, now)) return fail();
   if (!tx.commit(error)) return std::nullopt;
-  return r;
+  return pack.r;
 }
 
 std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude) {
