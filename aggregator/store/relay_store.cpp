@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -266,6 +267,118 @@ bool writeOutbox(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, Rel
   return true;
 }
 
+// One relayed verdict revision under the central id `id`: the job row and its nodes, the
+// revision (a reference to an earlier one takes that one's diagnosis; without any it is counted in
+// *unresolved and not stored), the job's latest flag. false: a write failed.
+bool storeRelayedVerdict(sql::Db& db, const std::string& site, const std::string& id,
+                         const common::RelayVerdictData& v, const common::Diagnosis& diagnosis, int64_t now,
+                         size_t* unresolved) {
+  std::string terminal = isActiveJobState(v.state) ? "" : common::terminalStateOf(v.state);
+  Stmt job(db.get(),
+           "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
+           "source, updated_ns, end_recorded_ns, site) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,'relay',?9,?9,?10) "
+           "ON CONFLICT(job_id) DO UPDATE SET state=?2, terminal_state=?3, exit_code=?4, start_ns=?5, end_ns=?6, "
+           "nodelist=?7, time_limit_sec=?8, source='relay', updated_ns=?9, site=?10");
+  job.bind(1, id).bind(2, v.state).bind(3, terminal).bind(4, v.exit_code).bind(5, v.start_ns).bind(6, v.end_ns);
+  job.bind(7, v.nodelist).bind(8, v.time_limit_sec).bind(9, now).bind(10, site);
+  if (job.step() != sql::kDone) return false;
+  if (auto hosts = common::expandHostlist(v.nodelist, nullptr, 100000)) {
+    Stmt del(db.get(), "DELETE FROM job_nodes WHERE job_id = ?");
+    del.bind(1, id).step();
+    Stmt ins(db.get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
+    for (size_t k = 0; k < hosts->size(); ++k) {
+      ins.reset();
+      ins.bind(1, (*hosts)[k]).bind(2, id).bind(3, int64_t(k)).step();
+    }
+  }
+  // A revision that repeats an earlier one takes that revision's diagnosis as stored here (or,
+  // if the site's outbox dropped it, the nearest earlier one); without any it cannot be stored.
+  std::string diagnosis_json = v.diagnosis_json;
+  std::string sub_domain(common::subDomainName(diagnosis.sub_domain));
+  if (v.confirms) {
+    Stmt base(db.get(),
+              "SELECT diagnosis, sub_domain FROM verdicts WHERE job_id = ? AND revision <= ? "
+              "ORDER BY revision DESC LIMIT 1");
+    base.bind(1, id).bind(2, int64_t(v.confirms));
+    if (base.step() != sql::kRow) {
+      ++*unresolved;
+      return true;
+    }
+    diagnosis_json = base.text(0);
+    sub_domain = base.text(1);
+  }
+  // The site's revision number is kept; a revision already here (a re-seeded queue) is ignored.
+  Stmt ins(db.get(),
+           "INSERT INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
+           "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0) ON CONFLICT DO NOTHING");
+  ins.bind(1, id).bind(2, int64_t(v.revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
+  ins.bind(6, sub_domain).bind(7, int64_t(v.symptoms));
+  ins.bind(8, json(v.missing_nodes).dump()).bind(9, diagnosis_json);
+  if (ins.step() != sql::kDone) return false;
+  Stmt latest(db.get(),
+              "UPDATE verdicts SET latest = CASE WHEN revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1) "
+              "THEN 1 ELSE 0 END "
+              "WHERE job_id = ?1");
+  latest.bind(1, id);
+  if (latest.step() != sql::kDone) return false;
+  return true;
+}
+
+// The site's per-node symptom summaries as symptoms of sender `sender`, and the nodes' counts;
+// *last_id the last row's id. false: a write failed.
+bool storeRelayedSymptoms(sql::Db& db, const common::RelayBatchData& b, const std::string& sender, int64_t now,
+                          int64_t* last_id, const std::function<void(int64_t)>& written) {
+  Stmt ins(db.get(),
+           "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
+           "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?,?) "
+           "RETURNING id");
+  std::map<std::string, int64_t> per_node;
+  for (const auto& s : b.symptoms) {
+    ins.reset();
+    ins.bind(1, sender).bind(2, b.sequence).bind(3, s.node).bind(4, s.rule_id);
+    ins.bind(5, common::subDomainName(s.sub_domain)).bind(6, common::roleName(s.role));
+    ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
+    ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
+    ins.bind(14, symptomToJson(s).dump());
+    if (ins.step() != sql::kRow) return false;
+    *last_id = ins.i64(0);
+    written(*last_id);
+    ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
+    ++per_node[s.node];
+  }
+  for (const auto& [node, n] : per_node) {
+    Stmt up(db.get(),
+            "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, symptoms) VALUES(?1,?2,?3,?3,?4) "
+            "ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, symptoms=nodes.symptoms+?4");
+    up.bind(1, node).bind(2, sender).bind(3, now).bind(4, n);
+    if (up.step() != sql::kDone) return false;
+  }
+  return true;
+}
+
+// The site's live nodes are live here as of the batch (a batch resent after an outage says
+// nothing newer than when it was packed); the relay shows in `faultline agents` like an agent:
+// last batch (its heartbeat: a site sends one at least every live_every_ns), versions, totals.
+bool recordRelayLiveness(sql::Db& db, const common::RelayBatchData& b, const std::string& sender, int64_t now) {
+  for (const auto& node : b.live_nodes) {
+    Stmt up(db.get(),
+            "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, last_heartbeat_ns) "
+            "VALUES(?1,?2,?3,?3,?4) ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, last_heartbeat_ns="
+            "CASE WHEN nodes.last_heartbeat_ns > ?4 THEN nodes.last_heartbeat_ns ELSE ?4 END");
+    up.bind(1, node).bind(2, sender).bind(3, now).bind(4, std::min(b.created_ns, now));
+    if (up.step() != sql::kDone) return false;
+  }
+  Stmt a(db.get(),
+         "INSERT INTO agents(agent_id, hostname, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
+         "last_batch_ns, last_heartbeat_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,?4,1,?5) "
+         "ON CONFLICT(agent_id) DO UPDATE SET agent_version=?2, ruleset_version=?3, last_seen_ns=?4, "
+         "last_batch_ns=?4, last_heartbeat_ns=?4, batches=agents.batches+1, symptoms=agents.symptoms+?5");
+  a.bind(1, sender).bind(2, b.aggregator_version).bind(3, b.ruleset_version).bind(4, now);
+  a.bind(5, int64_t(b.symptoms.size()));
+  if (a.step() != sql::kDone) return false;
+  return true;
+}
+
 }  // namespace
 
 bool Store::setRelayCapture(bool on, std::string* error) {
@@ -435,108 +548,16 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
       return r;
     }
   }
-  for (size_t i = 0; i < b.verdicts.size(); ++i) {
-    const auto& v = b.verdicts[i];
-    const std::string id = central(v.job_id);
-    std::string terminal = isActiveJobState(v.state) ? "" : common::terminalStateOf(v.state);
-    Stmt job(db_->get(),
-             "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
-             "source, updated_ns, end_recorded_ns, site) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,'relay',?9,?9,?10) "
-             "ON CONFLICT(job_id) DO UPDATE SET state=?2, terminal_state=?3, exit_code=?4, start_ns=?5, end_ns=?6, "
-             "nodelist=?7, time_limit_sec=?8, source='relay', updated_ns=?9, site=?10");
-    job.bind(1, id).bind(2, v.state).bind(3, terminal).bind(4, v.exit_code).bind(5, v.start_ns).bind(6, v.end_ns);
-    job.bind(7, v.nodelist).bind(8, v.time_limit_sec).bind(9, now).bind(10, b.site_id);
-    if (job.step() != sql::kDone) return reject("store: " + db_->errmsg());
-    if (auto hosts = common::expandHostlist(v.nodelist, nullptr, 100000)) {
-      Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
-      del.bind(1, id).step();
-      Stmt ins(db_->get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
-      for (size_t k = 0; k < hosts->size(); ++k) {
-        ins.reset();
-        ins.bind(1, (*hosts)[k]).bind(2, id).bind(3, int64_t(k)).step();
-      }
-    }
-    // A revision that repeats an earlier one takes that revision's diagnosis as stored here (or,
-    // if the site's outbox dropped it, the nearest earlier one); without any it cannot be stored.
-    std::string diagnosis_json = v.diagnosis_json;
-    std::string sub_domain(common::subDomainName(diagnoses[i].sub_domain));
-    if (v.confirms) {
-      Stmt base(db_->get(),
-                "SELECT diagnosis, sub_domain FROM verdicts WHERE job_id = ? AND revision <= ? "
-                "ORDER BY revision DESC LIMIT 1");
-      base.bind(1, id).bind(2, int64_t(v.confirms));
-      if (base.step() != sql::kRow) {
-        ++r.unresolved_confirms;
-        continue;
-      }
-      diagnosis_json = base.text(0);
-      sub_domain = base.text(1);
-    }
-    // The site's revision number is kept; a revision already here (a re-seeded queue) is ignored.
-    Stmt ins(db_->get(),
-             "INSERT INTO verdicts(job_id, revision, created_ns, status, reason, sub_domain, max_symptom_id, "
-             "symptoms, missing_nodes, diagnosis, latest) VALUES(?,?,?,?,?,?,0,?,?,?,0) ON CONFLICT DO NOTHING");
-    ins.bind(1, id).bind(2, int64_t(v.revision)).bind(3, v.created_ns).bind(4, v.status).bind(5, v.reason);
-    ins.bind(6, sub_domain).bind(7, int64_t(v.symptoms));
-    ins.bind(8, json(v.missing_nodes).dump()).bind(9, diagnosis_json);
-    if (ins.step() != sql::kDone) return reject("store: " + db_->errmsg());
-    Stmt latest(db_->get(),
-                "UPDATE verdicts SET latest = CASE WHEN revision = (SELECT MAX(revision) FROM verdicts WHERE job_id = ?1) "
-                "THEN 1 ELSE 0 END "
-                "WHERE job_id = ?1");
-    latest.bind(1, id);
-    if (latest.step() != sql::kDone) return reject("store: " + db_->errmsg());
-  }
+  for (size_t i = 0; i < b.verdicts.size(); ++i)
+    if (!storeRelayedVerdict(*db_, b.site_id, central(b.verdicts[i].job_id), b.verdicts[i], diagnoses[i], now,
+                             &r.unresolved_confirms))
+      return reject("store: " + db_->errmsg());
   for (const auto& e : b.node_events) addNodeEventLocked({e.node, e.time_ns, e.kind, e.detail, central(e.job_id)});
-  if (!b.symptoms.empty()) {
-    Stmt ins(db_->get(),
-             "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
-             "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,'',?,?,?,?,?,?,?,?,?,?,?,?,?) "
-             "RETURNING id");
-    std::map<std::string, int64_t> per_node;
-    for (const auto& s : b.symptoms) {
-      ins.reset();
-      ins.bind(1, sender).bind(2, b.sequence).bind(3, s.node).bind(4, s.rule_id);
-      ins.bind(5, common::subDomainName(s.sub_domain)).bind(6, common::roleName(s.role));
-      ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
-      ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
-      ins.bind(14, symptomToJson(s).dump());
-      if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
-      r.last_symptom_id = ins.i64(0);
-      cache_.erase(r.last_symptom_id);  // not cached by this path
-      ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
-      ++per_node[s.node];
-    }
-    for (const auto& [node, n] : per_node) {
-      Stmt up(db_->get(),
-              "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, symptoms) VALUES(?1,?2,?3,?3,?4) "
-              "ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, symptoms=nodes.symptoms+?4");
-      up.bind(1, node).bind(2, sender).bind(3, now).bind(4, n);
-      if (up.step() != sql::kDone) return reject("store: " + db_->errmsg());
-    }
-  }
-  // The site's live nodes are live here as of the batch (a batch resent after an outage says
-  // nothing newer than when it was packed).
-  for (const auto& node : b.live_nodes) {
-    Stmt up(db_->get(),
-            "INSERT INTO nodes(hostname, agent_id, first_seen_ns, last_seen_ns, last_heartbeat_ns) "
-            "VALUES(?1,?2,?3,?3,?4) ON CONFLICT(hostname) DO UPDATE SET last_seen_ns=?3, last_heartbeat_ns="
-            "CASE WHEN nodes.last_heartbeat_ns > ?4 THEN nodes.last_heartbeat_ns ELSE ?4 END");
-    up.bind(1, node).bind(2, sender).bind(3, now).bind(4, std::min(b.created_ns, now));
-    if (up.step() != sql::kDone) return reject("store: " + db_->errmsg());
-  }
-  {
-    // The relay shows in `faultline agents` like an agent: last batch (its heartbeat: a site
-    // sends one at least every live_every_ns), versions, totals.
-    Stmt a(db_->get(),
-           "INSERT INTO agents(agent_id, hostname, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
-           "last_batch_ns, last_heartbeat_ns, batches, symptoms) VALUES(?1,?1,?2,?3,?4,?4,?4,?4,1,?5) "
-           "ON CONFLICT(agent_id) DO UPDATE SET agent_version=?2, ruleset_version=?3, last_seen_ns=?4, "
-           "last_batch_ns=?4, last_heartbeat_ns=?4, batches=agents.batches+1, symptoms=agents.symptoms+?5");
-    a.bind(1, sender).bind(2, b.aggregator_version).bind(3, b.ruleset_version).bind(4, now);
-    a.bind(5, int64_t(b.symptoms.size()));
-    if (a.step() != sql::kDone) return reject("store: " + db_->errmsg());
-  }
+  // Symptom rows written here are not cached by this path.
+  if (!b.symptoms.empty() && !storeRelayedSymptoms(*db_, b, sender, now, &r.last_symptom_id,
+                                                   [this](int64_t id) { cache_.erase(id); }))
+    return reject("store: " + db_->errmsg());
+  if (!recordRelayLiveness(*db_, b, sender, now)) return reject("store: " + db_->errmsg());
   std::string err;
   if (!tx.commit(&err)) return reject("store: " + err);
   r.status = IngestResult::Status::kStored;
