@@ -460,7 +460,7 @@ class Harness {
 
   // Reports every sample's job end with the CLI and compares the stored verdict with the offline one.
   void reportJobsAndCompare() {
-    size_t compared = 0, with_unrecognized = 0;
+    size_t compared = 0, with_unrecognized = 0, from_agents = 0;
     for (const auto& s : samples_) {
       const auto& j = s.job;
       std::string cmd = std::string(FAULTLINE_CLI_BIN) + " --server " + url_ + " --token-file " + dir_.file("token") +
@@ -515,7 +515,15 @@ class Harness {
       CHECK(got.dump(1) == want.dump(1));
       ++compared;
       if (!want["unrecognized"].empty()) ++with_unrecognized;
+      // Lines the agents shipped (not only the job output's): an entry whose first line is one of
+      // the templates an agent following the node's log sent.
+      std::set<std::string> shipped;
+      for (const auto& r : store->unmatchedForWindow(row->info.nodes, 0, INT64_MAX, 100000))
+        shipped.insert(r.t.first_line);
+      for (const auto& u : v->diagnosis.unrecognized)
+        if (shipped.count(u.first_line)) ++from_agents;
     }
+    CHECK(from_agents >= 1);
     CHECK(compared >= 2);
     CHECK(with_unrecognized >= 1);  // the parity covers a live `unrecognized` list
   }
