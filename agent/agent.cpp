@@ -9,12 +9,19 @@ namespace faultline::agent {
 namespace {
 // A heartbeat that could not be queued (no connection yet) is tried again this soon.
 constexpr int64_t kHeartbeatRetryMs = 1000;
+
+// The error words' search: the rule cache's copy when it has one (nothing compiled here), else
+// compiled once for the process.
+std::shared_ptr<const common::LiteralScanner> errorWords(const common::RuleSet& rules) {
+  return rules.error_words ? rules.error_words : common::errorWordScanner();
+}
 }  // namespace
 
 std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) {
   auto lean = std::make_shared<common::RuleSet>();
   lean->version = full.version;
   lean->literal_scanner = full.literal_scanner;
+  lean->error_words = full.error_words;
   lean->rules.reserve(full.rules.size());
   for (const auto& r : full.rules) {
     common::Rule c;
@@ -48,7 +55,7 @@ Agent::Agent(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<co
     : io_(io), clock_(clock), engine_(std::make_unique<common::RuleEngine>(std::move(rules))),
       sources_(std::move(sources)), spool_(spool), shipper_(shipper), options_(std::move(options)), log_(log),
       notify_(std::move(notify)), inventory_collector_(inventory), aggregator_(options_.aggregate_window_ns),
-      unmatched_(options_.unmatched), error_words_(options_.mine_unmatched ? common::errorWordScanner() : nullptr),
+      unmatched_(options_.unmatched), error_words_(options_.mine_unmatched ? errorWords(engine_->rules()) : nullptr),
       commit_timer_(io), heartbeat_timer_(io), watchdog_timer_(io) {}
 
 Agent::~Agent() {
@@ -282,7 +289,11 @@ bool Agent::commit() {
 
 void Agent::reloadRules(std::shared_ptr<const common::RuleSet> rules) {
   engine_ = std::make_unique<common::RuleEngine>(std::move(rules));
-  for (auto& s : sources_) s->useLiterals(engine_->literalScanner());  // error words stay
+  for (auto& s : sources_) s->useLiterals(engine_->literalScanner());
+  if (options_.mine_unmatched) {
+    error_words_ = errorWords(engine_->rules());
+    for (auto& s : sources_) s->useErrorWords(error_words_);
+  }
   ++stats_.rule_reloads;
   log_.info("faultline-agent: rules reloaded: {}", engine_->rules().version);
 }

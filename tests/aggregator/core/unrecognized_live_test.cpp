@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "aggregator/ingest/ingestor.h"
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/query/query.h"
 #include "aggregator/verdicts/verdict_engine.h"
@@ -111,6 +112,22 @@ TEST_CASE("template store: sightings stored once per batch, summed per window, p
   while (store->pruneStep(clock.nowNs(), 0, 2) == 2) {
   }
   CHECK(store->unmatchedForWindow({"gpu-01", "gpu-02"}, kT0, kT0 + 100 * kSec, 1000).empty());
+}
+
+TEST_CASE("ingest: the unmatched templates stored, and those an agent left out, are counted", "[ingest][unmatched]") {
+  TempDir dir;
+  ManualClock clock{kT0};
+  auto store = openStore(dir.file("i.db"), clock);
+  Metrics metrics;
+  Ingestor ingestor(*store, metrics, clock, {});
+  auto b = sightingsBatch("gpu-01", 1, {sighting(kLedger, 3, "cannot reconcile ledger 0x1: quorum failure", kT0),
+                                        sighting(kNoise, 1, "ib_srp: login to target 0x11 failed, will retry", kT0)});
+  b.unmatched_left_out = 5;
+  b.unmatched_lines_left_out = 40;
+  CHECK(ingestor.ingest(b, "agent-gpu-01").status == IngestResult::Status::kStored);
+  CHECK(ingestor.ingest(b, "agent-gpu-01").status == IngestResult::Status::kDuplicate);  // counted once
+  CHECK(metrics.counter("faultline_unmatched_templates_total", "stored") == 2);
+  CHECK(metrics.counter("faultline_unmatched_templates_total", "left_out") == 5);
 }
 
 TEST_CASE("jobs: the workload (name, user, partition) from the job events, sacct and the job rows",
