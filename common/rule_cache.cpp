@@ -336,19 +336,14 @@ uint64_t ruleCacheKey(const RuleFilesRead& read) {
 std::string serializeRuleSet(const RuleSet& rules, uint64_t key) {
   Writer w;
   visitRuleSet(w, rules);
-  std::string scanner = rules.literal_scanner ? rules.literal_scanner->serialize() : std::string();
-  w.f(!scanner.empty());
-  if (!scanner.empty()) {
-    w.f(rules.literal_scanner->literals());
-    w.f(uint64_t{scanner.size()});
-    w.out += scanner;
-  }
-  std::string words = rules.error_words ? rules.error_words->serialize() : std::string();
-  w.f(!words.empty());
-  if (!words.empty()) {
-    w.f(rules.error_words->literals());
-    w.f(uint64_t{words.size()});
-    w.out += words;
+  // Each database: whether there is one, then its literals (expressions) and its blob.
+  for (const auto* scanner : {rules.literal_scanner.get(), rules.error_words.get()}) {
+    std::string blob = scanner ? scanner->serialize() : std::string();
+    w.f(!blob.empty());
+    if (blob.empty()) continue;
+    w.f(scanner->literals());
+    w.f(uint64_t{blob.size()});
+    w.out += blob;
   }
   Writer h;
   h.raw(kMagic, sizeof kMagic);
