@@ -299,6 +299,54 @@ TEST_CASE("verdicts: no divergent node when another node's agent did not answer,
   CHECK(w->diagnosis.unrecognized.size() == 1);  // still listed: what no rule read
 }
 
+TEST_CASE("job output: the output file's templates are validated, stored with the output and read back",
+          "[jobs][unmatched]") {
+  const auto body = nlohmann::json::parse(readFile(FAULTLINE_SOURCE_DIR "/tests/fuzz/seeds/upload/unmatched-templates"));
+  std::string error;
+  auto out = jobOutputFromJson(body, "4812345", kT0, &error);
+  INFO(error);
+  REQUIRE(out);
+  REQUIRE(out->unmatched.size() == 2);
+  const auto& shard = out->unmatched[0];
+  CHECK(shard.text == "ValueError: shard <NUM> has <NUM> rows, expected <NUM>");
+  CHECK(shard.count == 8);
+  CHECK(shard.nodes == std::map<std::string, uint64_t>{{"", 1}, {"gpu-a02", 7}});
+  CHECK(shard.time_known);
+  CHECK(shard.kinds == std::set<common::SourceKind>{common::SourceKind::kApplication});
+  CHECK_FALSE(out->unmatched[1].time_known);
+  CHECK(out->unmatched[1].early);
+  // Hostile entries are refused with the entry named, like a bad symptom.
+  for (auto bad : {nlohmann::json{{"template", "x"}, {"count", 0}, {"nodes", nlohmann::json::object()}, {"kind", "journal"}},
+                   nlohmann::json{{"template", "x"}, {"count", 1}, {"nodes", {{"n", -1}}}, {"kind", "journal"}},
+                   nlohmann::json{{"template", "x"}, {"count", 1}, {"nodes", nlohmann::json::object()}, {"kind", "fs"}},
+                   nlohmann::json{{"template", std::string("a\0b", 3)}, {"count", 1}, {"nodes", nlohmann::json::object()},
+                                  {"kind", "journal"}}}) {
+    auto b = body;
+    b["unmatched"] = nlohmann::json::array({bad});
+    CHECK_FALSE(jobOutputFromJson(b, "4812345", kT0, &error));
+    CHECK(error.rfind("unmatched template 0", 0) == 0);
+  }
+
+  TempDir dir;
+  ManualClock clock{kT0};
+  auto store = openStore(dir.file("o.db"), clock);
+  REQUIRE(store->putJobOutput(*out, &error));
+  auto back = store->jobOutputs("4812345");
+  REQUIRE(back.size() == 1);
+  REQUIRE(back[0].unmatched.size() == 2);
+  CHECK(back[0].unmatched[0].text == shard.text);
+  CHECK(back[0].unmatched[0].nodes == shard.nodes);
+  CHECK(back[0].unmatched[0].first_ns == shard.first_ns);
+  // As rows for the merge: the first line's node first, "" (no known node) kept.
+  auto rows = outputRows(back[0].unmatched);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].node == "gpu-a02");
+  CHECK(rows[0].t.count == 7);
+  CHECK(rows[1].node == "");
+  CHECK(rows[2].node == "gpu-a01");
+  CHECK(rows[2].early == std::optional<bool>(true));
+}
+
 TEST_CASE("live unrecognized: templates two agents generalized apart merge as one miner would", "[unmatched]") {
   // gpu-01 saw "init" lines, gpu-02 "start" lines of one message: offline one miner makes them one
   // template printed by both nodes (not spatially unusual); so must the merge.
