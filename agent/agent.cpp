@@ -9,12 +9,19 @@ namespace faultline::agent {
 namespace {
 // A heartbeat that could not be queued (no connection yet) is tried again this soon.
 constexpr int64_t kHeartbeatRetryMs = 1000;
+
+// The error words' search: the rule cache's copy when it has one (nothing compiled here), else
+// compiled once for the process.
+std::shared_ptr<const common::LiteralScanner> errorWords(const common::RuleSet& rules) {
+  return rules.error_words ? rules.error_words : common::errorWordScanner();
+}
 }  // namespace
 
 std::shared_ptr<const common::RuleSet> leanRuleSet(const common::RuleSet& full) {
   auto lean = std::make_shared<common::RuleSet>();
   lean->version = full.version;
   lean->literal_scanner = full.literal_scanner;
+  lean->error_words = full.error_words;
   lean->rules.reserve(full.rules.size());
   for (const auto& r : full.rules) {
     common::Rule c;
@@ -47,8 +54,9 @@ Agent::Agent(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<co
              Logger& log, Notifier notify, InventoryCollector* inventory)
     : io_(io), clock_(clock), engine_(std::make_unique<common::RuleEngine>(std::move(rules))),
       sources_(std::move(sources)), spool_(spool), shipper_(shipper), options_(std::move(options)), log_(log),
-      notify_(std::move(notify)), inventory_collector_(inventory), aggregator_(options_.aggregate_window_ns), commit_timer_(io),
-      heartbeat_timer_(io), watchdog_timer_(io) {}
+      notify_(std::move(notify)), inventory_collector_(inventory), aggregator_(options_.aggregate_window_ns),
+      unmatched_(options_.unmatched), error_words_(options_.mine_unmatched ? errorWords(engine_->rules()) : nullptr),
+      commit_timer_(io), heartbeat_timer_(io), watchdog_timer_(io) {}
 
 Agent::~Agent() {
   commit_timer_.cancel();
@@ -62,6 +70,7 @@ void Agent::startSource(Source& s, const std::map<std::string, std::string>& che
   const std::string name = s.name();
   auto it = checkpoints.find(name);
   s.useLiterals(engine_->literalScanner());
+  s.useErrorWords(error_words_);
   s.start(it == checkpoints.end() ? "" : it->second,
           [this, name](common::LogRecord&& r, common::SourceKind kind) { onRecord(name, std::move(r), kind); });
   auto h = s.health();
@@ -179,8 +188,19 @@ void Agent::onRecord(const std::string& source, common::LogRecord&& record, comm
   ctx.node = options_.hostname;
   ctx.source = source;
   ctx.kind = kind;
-  auto symptom = engine_->extract(record, ctx);
-  if (!symptom) return;  // benign lines never leave the node
+  std::optional<common::Symptom> symptom;
+  if (!record.rule_literals_absent) symptom = engine_->extract(record, ctx);
+  if (!symptom) {
+    // Benign lines never leave the node; error lines no rule matched leave as template counts. A
+    // record a parser handed on for an error word holds one; any other is searched for one first.
+    if (!options_.mine_unmatched) return;
+    if (!record.rule_literals_absent && error_words_ && error_words_->literalsIn(record.text, &error_ids_) &&
+        error_ids_.empty())
+      return;
+    ++stats_.unmatched_records;
+    unmatched_.add(record, kind, record.time_ns);
+    return;
+  }
   ++stats_.symptoms;
   if (symptom->boot_id.empty()) symptom->boot_id = record.boot_id;
   // A container's log under /var/log/pods: which pod and container of a job wrote it.
@@ -213,6 +233,17 @@ bool Agent::commit() {
     auto cp = s->checkpoint();
     if (!cp.empty()) c.checkpoints[s->name()] = cp;
   }
+  auto newBatch = [&]() -> common::SymptomBatchData& {
+    common::SymptomBatchData& b = c.batches.emplace_back();
+    b.header.agent_id = options_.agent_id;
+    b.header.hostname = options_.hostname;
+    b.header.boot_id = options_.boot_id;
+    b.header.agent_version = options_.agent_version;
+    b.header.ruleset_version = engine_->rules().version;
+    b.header.created_ns = clock_.nowNs();
+    b.sources = coverage;
+    return b;
+  };
   // One batch per severity (critical first), so the shipper can send the worst news first and a
   // full spool drops the least severe batches.
   for (int sev = static_cast<int>(common::Severity::kCritical); sev >= 0; --sev) {
@@ -220,19 +251,20 @@ bool Agent::commit() {
     for (auto& s : ready)
       if (static_cast<int>(s.severity) == sev) group.push_back(std::move(s));
     for (size_t i = 0; i < group.size(); i += options_.max_symptoms_per_batch) {
-      common::SymptomBatchData b;
-      b.header.agent_id = options_.agent_id;
-      b.header.hostname = options_.hostname;
-      b.header.boot_id = options_.boot_id;
-      b.header.agent_version = options_.agent_version;
-      b.header.ruleset_version = engine_->rules().version;
-      b.header.created_ns = clock_.nowNs();
       auto end = std::min(group.size(), i + options_.max_symptoms_per_batch);
-      b.symptoms.assign(std::make_move_iterator(group.begin() + static_cast<long>(i)),
-                        std::make_move_iterator(group.begin() + static_cast<long>(end)));
-      b.sources = coverage;
-      c.batches.push_back(std::move(b));
+      newBatch().symptoms.assign(std::make_move_iterator(group.begin() + static_cast<long>(i)),
+                                 std::make_move_iterator(group.begin() + static_cast<long>(end)));
     }
+  }
+  // The interval's template sightings ride with the least severe batch (one of their own when
+  // there is none): they are context, the first thing a full spool may drop.
+  uint64_t left_out = 0, lines_left_out = 0;
+  auto sightings = unmatched_.take(&left_out, &lines_left_out);
+  if (!sightings.empty() || left_out || lines_left_out) {
+    auto& b = c.batches.empty() ? newBatch() : c.batches.back();
+    b.unmatched = sightings;
+    b.unmatched_left_out = left_out;
+    b.unmatched_lines_left_out = lines_left_out;
   }
   c.open_groups = std::move(open);
   std::string error;
@@ -244,6 +276,7 @@ bool Agent::commit() {
     // records are already in memory, so nothing is re-read either.
     for (auto& b : c.batches)
       for (auto& s : b.symptoms) aggregator_.add(std::move(s));
+    unmatched_.putBack(sightings);
     return false;
   }
   ++stats_.commits;
@@ -257,6 +290,10 @@ bool Agent::commit() {
 void Agent::reloadRules(std::shared_ptr<const common::RuleSet> rules) {
   engine_ = std::make_unique<common::RuleEngine>(std::move(rules));
   for (auto& s : sources_) s->useLiterals(engine_->literalScanner());
+  if (options_.mine_unmatched) {
+    error_words_ = errorWords(engine_->rules());
+    for (auto& s : sources_) s->useErrorWords(error_words_);
+  }
   ++stats_.rule_reloads;
   log_.info("faultline-agent: rules reloaded: {}", engine_->rules().version);
 }

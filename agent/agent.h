@@ -31,6 +31,7 @@
 #include "agent/protocol.h"
 #include "agent/sources/source.h"
 #include "agent/spool.h"
+#include "agent/unmatched_templates.h"
 #include "common/rule_engine.h"
 #include "common/symptom_aggregator.h"
 #include "common/uplink/log.h"
@@ -60,6 +61,11 @@ struct AgentOptions {
   // change.
   int inventory_every_heartbeats = 10;
   int64_t discovery_interval_ns = 30'000'000'000;  // ask SourceDiscovery this often
+  // Issue 30: the error lines no rule matched go through a bounded template miner
+  // (unmatched_templates.h) and each batch carries what it saw since the last one. The file
+  // sources' parsers then also hand on records holding an error-lexicon word.
+  bool mine_unmatched = true;
+  UnmatchedTemplatesOptions unmatched;
 };
 
 // Returns sources to add: those whose name() is not in `known` (file_globs re-expanded). Called
@@ -77,6 +83,7 @@ struct AgentStats {
   uint64_t inventories = 0;         // collections finished
   uint64_t inventory_changes = 0;   // ... that differed from the previous one (the first counts)
   uint64_t sources_added = 0;       // by discovery after start
+  uint64_t unmatched_records = 0;   // records no rule matched that went to the template miner
 };
 
 // A copy of `full` without what only people and tests read (meaning, action, NVIDIA catalog
@@ -119,6 +126,7 @@ class Agent {
   std::vector<SourceHealth> sourceHealth() const;
   const AgentStats& stats() const { return stats_; }
   size_t openGroups() const { return aggregator_.pending(); }
+  const UnmatchedTemplates& unmatched() const { return unmatched_; }
 
  private:
   void onRecord(const std::string& source, common::LogRecord&& record, common::SourceKind kind);
@@ -143,6 +151,11 @@ class Agent {
   InventoryCollector* inventory_collector_;
   SourceDiscovery discovery_;
   common::SymptomAggregator aggregator_;
+  UnmatchedTemplates unmatched_;
+  // The error words' search (common/error_lexicon.h) for records no parser searched for them
+  // (journal, kmsg); null when not mining. `error_ids_` is its scratch.
+  std::shared_ptr<const common::LiteralScanner> error_words_;
+  std::vector<int> error_ids_;
   boost::asio::steady_timer commit_timer_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer watchdog_timer_;

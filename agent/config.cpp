@@ -110,6 +110,12 @@ const std::vector<Key>& keys() {
              "wait this long after a file change before reading (coalesces small appends)"),
       scalar("file_poll_ms", &AgentConfig::file_poll_ms, "fallback file poll period besides inotify"),
       scalar("utc_offset_s", &AgentConfig::utc_offset_s, "local time - UTC of local-time logs (default: system zone)"),
+      scalar("unmatched_templates", &AgentConfig::unmatched_templates,
+             "ship templates of the error lines no rule matched (counts, not lines)"),
+      scalar("unmatched_max_templates", &AgentConfig::unmatched_max_templates,
+             "templates the agent's miner keeps at most (memory bound)"),
+      scalar("unmatched_per_batch", &AgentConfig::unmatched_per_batch,
+             "template sightings per batch at most (the rest are counted as left out)"),
       scalar("log_rate_per_minute", &AgentConfig::log_rate_per_minute, "own log lines per minute"),
   };
   return k;
@@ -189,6 +195,8 @@ void validate(const AgentConfig& c, std::vector<std::string>* errors) {
   if (c.inventory_every_heartbeats < 0) err("inventory_every_heartbeats must be >= 0");
   if (c.file_read_delay_ms < 0 || c.file_read_delay_ms > 10000) err("file_read_delay_ms must be 0..10000");
   if (c.file_glob_interval_s < 1) err("file_glob_interval_s must be >= 1");
+  if (c.unmatched_max_templates < 1 || c.unmatched_max_templates > 4096) err("unmatched_max_templates must be 1..4096");
+  if (c.unmatched_per_batch < 1 || c.unmatched_per_batch > 1024) err("unmatched_per_batch must be 1..1024");
   if (!c.journald && !c.kmsg && c.fabricmanager_log.empty() && c.file_globs.empty())
     err("no source enabled");
 }

@@ -67,6 +67,12 @@ struct AgentConfig {
   int utc_offset_s = 0;                 // local time - UTC for files stamped in local time
   bool utc_offset_set = false;          // false: taken from the system time zone
 
+  // Issue 30: error lines no rule matched, mined into templates and shipped as counts with the
+  // batches (agent/unmatched_templates.h); the miner's bound and the sightings per batch.
+  bool unmatched_templates = true;
+  int unmatched_max_templates = 256;
+  int unmatched_per_batch = 32;
+
   int log_rate_per_minute = 60;
 
   std::string spoolPath() const { return spool_path.empty() ? state_dir + "/spool.db" : spool_path; }

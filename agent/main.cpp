@@ -281,6 +281,9 @@ int main(int argc, char** argv) {
   ao.inventory_interval_ns = int64_t{cfg.inventory_interval_s} * 1'000'000'000;
   ao.inventory_every_heartbeats = cfg.inventory_every_heartbeats;
   ao.discovery_interval_ns = int64_t{cfg.file_glob_interval_s} * 1'000'000'000;
+  ao.mine_unmatched = cfg.unmatched_templates;
+  ao.unmatched.max_templates = static_cast<size_t>(cfg.unmatched_max_templates);
+  ao.unmatched.max_per_batch = static_cast<size_t>(cfg.unmatched_per_batch);
   uint64_t watchdog_usec = 0;
   if (sd_watchdog_enabled(0, &watchdog_usec) > 0) ao.watchdog_interval_ms = static_cast<int>(watchdog_usec / 2000);
   Notifier notify;

@@ -16,6 +16,8 @@
 # Usage: bench/agent_footprint.sh [BUILD_DIR]   (default: build; needs faultline-agent and
 #        agent_bench_receiver built there). Env: STEADY_S (30), BURST_S (5), IDLE_S (10),
 #        RATE (1000), BURST_RATE (50000), EXTRA_ARGS (more agent flags, e.g. "--compression zstd").
+# Each phase with lines also prints the agent's CPU per line written (ns); bench/agent_unmatched.sh
+# runs this twice to compare the agent with and without its template miner (issue 30).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -116,6 +118,8 @@ phase() {  # name rate seconds start_line
     "$(mb "$(status_kb "$ag" VmHWM)")" "$(share $tc "$wall")" "$(mb "$(status_kb "$tl" VmRSS)")" "$written" "$wall"
   if [[ $2 -gt 0 ]]; then
     printf 'ratio %-16s agent cpu / tail -F cpu = %s\n' "$1" "$(ratio $ac $tc)"
+    printf 'per line %-13s agent cpu = %s ns\n' "$1" "$(awk -v t="$ac" -v hz="$hz" -v n="$written" \
+      'BEGIN { if (n > 0) printf "%.0f", t * 1e9 / hz / n; else print "-" }')"
   fi
 }
 

@@ -4,7 +4,7 @@
 // `key=value` facts:
 //
 //   messages=12 wire_bytes=5234 batch.messages=3 batch.bytes=4100 heartbeat.messages=9 ...
-//   batches=3 duplicates=0 symptoms=17 occurrences=100412 bad=0
+//   batches=3 duplicates=0 symptoms=17 occurrences=100412 bad=0 templates=12 template_lines=40 templates_left_out=0
 //
 // wire_bytes counts the type and payload frames (what the agent chose to send); ZMTP framing
 // adds a few bytes per frame and CurveZMQ 33 per message on top (not counted).
@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> by_type;  // messages, bytes
   std::set<std::pair<std::string, uint64_t>> seen;
   uint64_t messages = 0, wire = 0, batches = 0, duplicates = 0, symptoms = 0, occurrences = 0, bad = 0;
+  uint64_t templates = 0, template_lines = 0, templates_left_out = 0;  // issue 30's unmatched templates
   uint64_t inflated = 0;  // payload bytes after removing zstd
   while (!g_stop) {
     std::vector<zmq::message_t> frames;
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
       ++batches;
       symptoms += b->symptoms.size();
       for (const auto& s : b->symptoms) occurrences += s.count;
+      templates += b->unmatched.size();
+      for (const auto& t : b->unmatched) template_lines += t.count;
+      templates_left_out += b->unmatched_left_out;
     } else {
       ++duplicates;
     }
@@ -101,9 +105,11 @@ int main(int argc, char** argv) {
   for (const auto& [type, mb] : by_type)
     std::printf(" %s.messages=%llu %s.bytes=%llu", type.c_str(), static_cast<unsigned long long>(mb.first),
                 type.c_str(), static_cast<unsigned long long>(mb.second));
-  std::printf(" batches=%llu duplicates=%llu symptoms=%llu occurrences=%llu bad=%llu\n",
+  std::printf(" batches=%llu duplicates=%llu symptoms=%llu occurrences=%llu bad=%llu templates=%llu template_lines=%llu"
+              " templates_left_out=%llu\n",
               static_cast<unsigned long long>(batches), static_cast<unsigned long long>(duplicates),
               static_cast<unsigned long long>(symptoms), static_cast<unsigned long long>(occurrences),
-              static_cast<unsigned long long>(bad));
+              static_cast<unsigned long long>(bad), static_cast<unsigned long long>(templates),
+              static_cast<unsigned long long>(template_lines), static_cast<unsigned long long>(templates_left_out));
   return 0;
 }

@@ -305,4 +305,38 @@ std::vector<LiteralScanner::Expression> errorLexiconExpressions() {
           {"(?:^|[^A-Za-z0-9])(?:" + phrases + ")", true}};
 }
 
+std::shared_ptr<const LiteralScanner> errorWordScanner() {
+  static const std::shared_ptr<const LiteralScanner> scanner = [] {
+    std::string error;
+    return LiteralScanner::buildExpressions(errorLexiconExpressions(), &error);
+  }();
+  return scanner;
+}
+
+bool ErrorLineMemo::operator()(std::string_view line) {
+  if (line.size() > 512) return carriesErrorLexicon(line);
+  key_.clear();
+  for (size_t i = 0; i < line.size();) {
+    if (line[i] < '0' || line[i] > '9') {
+      key_ += line[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
+    key_ += (j - i == 1 && line[i] == '0') ? '0' : '1';
+    i = j;
+  }
+  auto it = memo_.find(key_);
+  if (it != memo_.end()) return it->second;
+  if (memo_.size() >= max_entries_) {
+    memo_.clear();
+    bytes_ = 0;
+  }
+  const bool yes = carriesErrorLexicon(line);
+  // A node's entry: the key's heap buffer (beyond the small-string size) and the node itself.
+  bytes_ += (key_.size() > 15 ? key_.size() + 1 : 0) + sizeof(std::pair<const std::string, bool>) + 2 * sizeof(void*);
+  memo_.emplace(key_, yes);
+  return yes;
+}
+
 }  // namespace faultline::common

@@ -5,8 +5,11 @@
 // built once on first use.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/parse/literal_scan.h"
@@ -41,5 +44,30 @@ bool carriesErrorLexicon(std::string_view text);
 // another separator ("not_found", two spaces, a line break), an exit value after a bare "rc" or
 // "with code|status" ("rc=1", "ended with status 2").
 std::vector<LiteralScanner::Expression> errorLexiconExpressions();
+
+// errorLexiconExpressions() compiled once (on first use) and shared: the raw-byte prefilter
+// the parsers take as ParseOptions::error_words, and a one-string search (literalsIn) for
+// records that met no parser's prefilter (the agent's journal and kmsg records). Immutable,
+// thread-safe. Null when Vectorscan refuses it (then no prefilter: callers ask the lexicon).
+std::shared_ptr<const LiteralScanner> errorWordScanner();
+
+// carriesErrorLexicon of one line, remembered by the line's shape: the line with each digit run
+// but a lone "0" made "1" (the lexicon only tells zero from non-zero numbers, and lines of one
+// shape repeat). Lines over 512 bytes are asked directly. Bounded: emptied when it holds
+// max_entries shapes. Not thread-safe (one per collector).
+class ErrorLineMemo {
+ public:
+  explicit ErrorLineMemo(size_t max_entries = size_t{1} << 16) : max_entries_(max_entries) {}
+  bool operator()(std::string_view line);
+  size_t size() const { return memo_.size(); }
+  // Approximate heap bytes held (keys and table).
+  size_t memoryBytes() const { return bytes_ + memo_.bucket_count() * sizeof(void*); }
+
+ private:
+  size_t max_entries_;
+  size_t bytes_ = 0;
+  std::unordered_map<std::string, bool> memo_;
+  std::string key_;
+};
 
 }  // namespace faultline::common

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error_lexicon.h"
 #include "common/parse/literal_scan.h"
 #include "common/rule_engine.h"
 
@@ -23,7 +24,7 @@ namespace {
 
 // Bump when the payload layout changes (a new field in Rule, Relation, SymptomMatcher, Symptom):
 // an older file then reads as stale and is rebuilt.
-constexpr uint32_t kFormat = 5;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers; 4: detection delays; 5: metric rules
+constexpr uint32_t kFormat = 6;  // 2: one Vectorscan database (stream mode) instead of two; 3: without the one-byte triggers; 4: detection delays; 5: metric rules; 6: the error words' database
 constexpr char kMagic[8] = {'F', 'L', 'R', 'U', 'L', 'E', 'S', '\n'};
 constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8 + 8;  // magic, format, reserved, key, payload length, checksum
 
@@ -335,12 +336,14 @@ uint64_t ruleCacheKey(const RuleFilesRead& read) {
 std::string serializeRuleSet(const RuleSet& rules, uint64_t key) {
   Writer w;
   visitRuleSet(w, rules);
-  std::string scanner = rules.literal_scanner ? rules.literal_scanner->serialize() : std::string();
-  w.f(!scanner.empty());
-  if (!scanner.empty()) {
-    w.f(rules.literal_scanner->literals());
-    w.f(uint64_t{scanner.size()});
-    w.out += scanner;
+  // Each database: whether there is one, then its literals (expressions) and its blob.
+  for (const auto* scanner : {rules.literal_scanner.get(), rules.error_words.get()}) {
+    std::string blob = scanner ? scanner->serialize() : std::string();
+    w.f(!blob.empty());
+    if (blob.empty()) continue;
+    w.f(scanner->literals());
+    w.f(uint64_t{blob.size()});
+    w.out += blob;
   }
   Writer h;
   h.raw(kMagic, sizeof kMagic);
@@ -392,6 +395,23 @@ std::optional<RuleSet> deserializeRuleSet(std::string_view bytes, uint64_t key, 
       }
       set.literal_scanner = LiteralScanner::fromSerialized(literals, blob, error);
       if (!set.literal_scanner) return std::nullopt;
+    }
+  }
+  bool has_words = false;
+  rd.f(has_words);
+  if (has_words) {
+    std::vector<std::string> expressions, want;
+    uint64_t size = 0;
+    rd.f(expressions), rd.f(size);
+    std::string_view blob = rd.view(size);
+    for (const auto& e : errorLexiconExpressions()) want.push_back(e.regex);
+    if (rd.ok()) {
+      if (expressions != want) {
+        *error = "its error-word database is another lexicon's";
+        return std::nullopt;
+      }
+      set.error_words = LiteralScanner::fromSerialized(expressions, blob, error);
+      if (!set.error_words) return std::nullopt;
     }
   }
   if (!rd.ok() || !rd.atEnd()) {
@@ -454,6 +474,7 @@ CachedRuleLoad loadRuleDirsCached(const std::vector<std::string>& dirs, const st
   auto set = std::make_shared<RuleSet>(*out.result.rules);
   std::string scanner_error;
   set->literal_scanner = LiteralScanner::build(RuleEngine::literalsOf(*set), &scanner_error);
+  set->error_words = errorWordScanner();
   out.result.rules = set;
   std::error_code ec;
   fs::create_directories(cache_dir, ec);

@@ -42,7 +42,8 @@ std::string defaultRuleCacheDir();
 
 // The file format (exposed for tests). serializeRuleSet writes every field of rules and relations
 // (compiled regexes are not kept: a RuleEngine compiles them on first use) plus the literal
-// scanner's databases when the set has one; deserializeRuleSet gives nullopt with *error set on
+// scanner's databases when the set has one, and the error words' (RuleSet::error_words) when it has
+// them; deserializeRuleSet gives nullopt with *error set on
 // anything that is not exactly such a payload.
 std::string serializeRuleSet(const RuleSet& rules, uint64_t key);
 std::optional<RuleSet> deserializeRuleSet(std::string_view bytes, uint64_t key, std::string* error);

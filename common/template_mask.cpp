@@ -523,4 +523,29 @@ std::vector<std::string_view> templateTokens(std::string_view text) {
   return out;
 }
 
+void maskTemplateText(std::string_view text, MaskedMessage* out) {
+  out->clear();
+  static const std::vector<std::string_view> kPlaceholders = [] {
+    std::vector<std::string_view> v{"<*>", "<...>"};
+    for (auto c : {TokenClass::kNum, TokenClass::kHex, TokenClass::kIp, TokenClass::kMac, TokenClass::kPci,
+                   TokenClass::kPath, TokenClass::kUrl, TokenClass::kUuid, TokenClass::kHost, TokenClass::kRank,
+                   TokenClass::kPid, TokenClass::kTime})
+      v.push_back(placeholderOf(c));
+    return v;
+  }();
+  for (std::string_view tok : templateTokens(text)) {
+    if (!out->begin.empty()) out->text.push_back(' ');
+    out->begin.push_back(static_cast<uint32_t>(out->text.size()));
+    out->text.append(tok);
+    out->end.push_back(static_cast<uint32_t>(out->text.size()));
+    bool variable = false;
+    for (auto p : kPlaceholders) variable = variable || tok.find(p) != std::string_view::npos;
+    out->variable.push_back(variable ? 1 : 0);
+    const size_t zero = tok.rfind('0');
+    const bool pinned = tok == "0" || (zero != std::string_view::npos && zero + 1 == tok.size() && zero > 0 &&
+                                       (tok[zero - 1] == '=' || tok[zero - 1] == ':'));
+    out->pinned.push_back(pinned ? 1 : 0);
+  }
+}
+
 }  // namespace faultline::common

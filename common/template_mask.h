@@ -72,4 +72,11 @@ std::string maskMessage(std::string_view message);
 // The tokens of a template's text (MaskedMessage::text, Template::text): runs of non-space bytes.
 std::vector<std::string_view> templateTokens(std::string_view text);
 
+// A template's text as another miner made it (Template::text: an agent's, shipped) read back as
+// the MaskedMessage its lines would have given: its tokens as they are, variable where one holds a
+// placeholder ("<NUM>" ... "<TIME>", "<*>", "<...>"), pinned where it is a kept zero ("0" alone
+// or after '=' / ':'). Masking the text again would not do: a placeholder's letters are no
+// variable to the masker. Into *out (cleared first).
+void maskTemplateText(std::string_view text, MaskedMessage* out);
+
 }  // namespace faultline::common

@@ -192,9 +192,15 @@ TemplateId TemplateMiner::add(std::string_view message) {
   return id;
 }
 
-TemplateId TemplateMiner::addMasked(std::string_view message) {
+TemplateId TemplateMiner::addTemplate(std::string_view template_text) {
+  ++records_;
+  return addMasked(template_text, true);
+}
+
+TemplateId TemplateMiner::addMasked(std::string_view message, bool is_template) {
   MaskedMessage& m = scratch_;
-  maskMessage(message, &m);
+  if (is_template) maskTemplateText(message, &m);
+  else maskMessage(message, &m);
   if (m.size() > options_.max_tokens) {
     size_t keep = options_.max_tokens - 1;
     m.text.resize(m.begin[keep]);

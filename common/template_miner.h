@@ -74,6 +74,9 @@ class TemplateMiner {
   // The cluster this message joined or started. Never kNoTemplate: every message gets one (an
   // empty message has the empty template).
   TemplateId add(std::string_view message);
+  // The same for a template another miner made (its text, maskTemplateText): the aggregator
+  // merges the templates of a job's agents this way. No shortcut; counts as one message.
+  TemplateId addTemplate(std::string_view template_text);
 
   // A live cluster; `id` must be live (asserts). find() returns null for evicted or unknown ids.
   const Template& get(TemplateId id) const;
@@ -97,7 +100,8 @@ class TemplateMiner {
  private:
   struct Node;
   struct Cluster;
-  TemplateId addMasked(std::string_view message);  // the full path: mask, route, compare
+  // The full path: mask (or read a template's text), route, compare.
+  TemplateId addMasked(std::string_view message, bool is_template = false);
   Node* route(const MaskedMessage& m, bool create);
   void join(Cluster& c, const MaskedMessage& m);
   TemplateId create(const MaskedMessage& m, std::string_view message);

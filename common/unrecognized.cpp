@@ -19,14 +19,7 @@ void UnmatchedLines::beginSource(SourceKind kind) {
 }
 
 void UnmatchedLines::add(const LogRecord& record, std::string_view node) {
-  std::string_view text = record.text;
-  // A joined record (a traceback) is judged line by line: its cause is usually one of them.
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    if (line.empty() || !errorLine(line)) continue;
+  forEachErrorLine(record.text, error_line_, [&](std::string_view line) {
     const TemplateId id = miner_.add(line);
     auto [it, fresh] = side_.try_emplace(id);
     TemplateSighting& t = it->second.seen;
@@ -49,33 +42,12 @@ void UnmatchedLines::add(const LogRecord& record, std::string_view node) {
     else t.nodes_truncated = true;
     t.kinds.insert(kind_);
     first_in_source_.try_emplace(id, record.line);
-  }
+  });
   // Evicted templates leave the side table too, so it stays as bounded as the miner.
   if (side_.size() > 2 * options_.miner.max_templates) {
     for (auto it = side_.begin(); it != side_.end();)
       it = miner_.find(it->first) ? std::next(it) : side_.erase(it);
   }
-}
-
-bool UnmatchedLines::errorLine(std::string_view line) {
-  if (line.size() > 512) return carriesErrorLexicon(line);
-  memo_key_.clear();
-  for (size_t i = 0; i < line.size();) {
-    if (line[i] < '0' || line[i] > '9') {
-      memo_key_ += line[i++];
-      continue;
-    }
-    size_t j = i;
-    while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
-    memo_key_ += (j - i == 1 && line[i] == '0') ? '0' : '1';
-    i = j;
-  }
-  auto it = lexicon_memo_.find(memo_key_);
-  if (it != lexicon_memo_.end()) return it->second;
-  if (lexicon_memo_.size() >= kMaxMemo) lexicon_memo_.clear();
-  const bool yes = carriesErrorLexicon(line);
-  lexicon_memo_.emplace(memo_key_, yes);
-  return yes;
 }
 
 void UnmatchedLines::endSource(uint64_t last_line) {
@@ -138,6 +110,12 @@ bool sameTemplate(std::string_view a, std::string_view b) {
   return true;
 }
 
+int64_t temporalWindowNs(int64_t start_ns, int64_t end_ns) {
+  if (start_ns > 0 && end_ns > start_ns)
+    return std::clamp<int64_t>((end_ns - start_ns) / 4, 30'000'000'000, 300'000'000'000);
+  return 300'000'000'000;
+}
+
 std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSighting>& templates,
                                                     const UnusualContext& ctx) {
   // The temporal window's end: the job's, or where its logs stop when that is earlier (a hang
@@ -151,9 +129,7 @@ std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSi
   if (end == 0)
     for (const auto& t : templates)
       if (t.time_known) end = std::max(end, t.first_ns);
-  int64_t window = 300'000'000'000;
-  if (ctx.start_ns > 0 && ctx.end_ns > ctx.start_ns)
-    window = std::clamp<int64_t>((ctx.end_ns - ctx.start_ns) / 4, 30'000'000'000, 300'000'000'000);
+  const int64_t window = temporalWindowNs(ctx.start_ns, ctx.end_ns);
 
   std::vector<Ranked> ranked;
   for (const auto& t : templates) {
@@ -279,6 +255,15 @@ std::optional<DivergentNode> divergentNode(const std::vector<UnrecognizedLine>& 
                       best->second.time_known ? " (first at " + formatTimeNs(best->second.first_ns) + ")" : "",
                       example);
   return d;
+}
+
+void attachUnrecognized(Diagnosis* d, std::vector<UnrecognizedLine> lines, const std::vector<std::string>& job_nodes,
+                        const UnusualContext& context) {
+  d->unrecognized = std::move(lines);
+  d->divergent_node = divergentNode(d->unrecognized, job_nodes, context, *d);
+  if (d->divergent_node)
+    d->explanation += (d->explanation.empty() ? "" : " ") + std::string("A lead, not a verdict: ") +
+                      d->divergent_node->why + ".";
 }
 
 }  // namespace faultline::common

@@ -25,10 +25,26 @@
 #include <vector>
 
 #include "common/diagnosis.h"
+#include "common/error_lexicon.h"
 #include "common/log_record.h"
 #include "common/template_miner.h"
 
 namespace faultline::common {
+
+// Calls fn(line) for each line of `text` ('\n'-separated, leading blanks cut) that carries the
+// error lexicon, as `memo` says: a joined record (a traceback) is judged line by line, since its
+// cause is usually one of them. What both collectors (UnmatchedLines offline, the agent's
+// agent/unmatched_templates.h live) take from a record no rule matched.
+template <typename Fn>
+void forEachErrorLine(std::string_view text, ErrorLineMemo& memo, Fn&& fn) {
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (!line.empty() && memo(line)) fn(line);
+  }
+}
 
 // One template of a job's unmatched error lines, as collected.
 struct TemplateSighting {
@@ -82,13 +98,7 @@ class UnmatchedLines {
     TemplateSighting seen;
     uint64_t source = 0;  // the source of the latest sighting (to find a file's first per template)
   };
-  // carriesErrorLexicon of a line, keyed by the line with each digit run but a lone "0" made "1":
-  // the lexicon only tells zero from non-zero numbers, and lines of one shape repeat. Bounded
-  // (emptied at kMaxMemo entries).
-  bool errorLine(std::string_view line);
-  static constexpr size_t kMaxMemo = 1 << 16;
-  std::unordered_map<std::string, bool> lexicon_memo_;
-  std::string memo_key_;
+  ErrorLineMemo error_line_;
   Options options_;
   TemplateMiner miner_;
   std::map<TemplateId, Side> side_;
@@ -131,6 +141,10 @@ struct UnusualContext {
 std::vector<UnrecognizedLine> findFailureIndicating(const std::vector<TemplateSighting>& templates,
                                                     const UnusualContext& context);
 
+// The temporal window's length for a job of [start_ns, end_ns] (0: unknown): a quarter of the
+// job, at least 30 s and at most 5 min; 5 min when either end is unknown.
+int64_t temporalWindowNs(int64_t start_ns, int64_t end_ns);
+
 // Whether template `a` and `b` have the same text but for variables ("<*>" matches any token).
 bool sameTemplate(std::string_view a, std::string_view b);
 
@@ -146,5 +160,11 @@ inline constexpr double kDivergentNodeConfidence = 0.25;
 std::optional<DivergentNode> divergentNode(const std::vector<UnrecognizedLine>& lines,
                                            const std::vector<std::string>& job_nodes,
                                            const UnusualContext& context, const Diagnosis& verdict);
+
+// What a verdict takes from the above (offline `attribute` and the live aggregator alike): `lines`
+// as verdict->unrecognized, the divergent node (divergentNode) and, when there is one, its lead
+// sentence appended to the explanation ("A lead, not a verdict: ...").
+void attachUnrecognized(Diagnosis* verdict, std::vector<UnrecognizedLine> lines,
+                        const std::vector<std::string>& job_nodes, const UnusualContext& context);
 
 }  // namespace faultline::common

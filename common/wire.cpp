@@ -138,11 +138,14 @@ Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text) {
   s.summary = text(b.getSummary(), "summary");
   s.boot_id = text(b.getBootId(), "bootId");
   s.fallback_root = b.getFallbackRoot();
-  std::string kind = text(b.getSourceKind(), "sourceKind");
-  s.source_kind = SourceKind::kApplication;
-  for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager, SourceKind::kMetric})
-    if (kind == sourceKindName(k)) s.source_kind = k;
+  s.source_kind = sourceKindFromName(text(b.getSourceKind(), "sourceKind"));
   return s;
+}
+
+SourceKind sourceKindFromName(std::string_view kind) {
+  for (SourceKind k : {SourceKind::kKernel, SourceKind::kJournal, SourceKind::kFabricManager, SourceKind::kMetric})
+    if (kind == sourceKindName(k)) return k;
+  return SourceKind::kApplication;
 }
 
 }  // namespace wire_detail
@@ -175,6 +178,21 @@ std::string encodeBatch(const SymptomBatchData& batch) {
     b.setStatus(c.status);
     b.setReason(c.reason);
   }
+  if (!batch.unmatched.empty()) {
+    auto um = root.initUnmatched(static_cast<unsigned>(batch.unmatched.size()));
+    for (size_t i = 0; i < batch.unmatched.size(); ++i) {
+      const auto& t = batch.unmatched[i];
+      auto b = um[static_cast<unsigned>(i)];
+      b.setText(t.text);
+      b.setCount(t.count);
+      b.setFirstLine(t.first_line);
+      b.setFirstNs(t.first_ns);
+      b.setTimeKnown(t.time_known);
+      b.setSourceKind(std::string(sourceKindName(t.kind)));
+    }
+  }
+  root.setUnmatchedLeftOut(batch.unmatched_left_out);
+  root.setUnmatchedLinesLeftOut(batch.unmatched_lines_left_out);
   return wire_detail::packToString(message);
 }
 
@@ -206,6 +224,21 @@ std::optional<SymptomBatchData> decodeBatch(const void* data, size_t size, std::
       c.reason = text(b.getReason(), "reason");
       out.sources.push_back(std::move(c));
     }
+    wire_detail::checkListSize(root.getUnmatched(), limits.max_unmatched, "unmatched templates");
+    for (auto b : root.getUnmatched()) {
+      UnmatchedTemplate t;
+      t.text = text(b.getText(), "unmatched text");
+      t.count = b.getCount();
+      t.first_line = text(b.getFirstLine(), "unmatched line");
+      t.first_ns = b.getFirstNs();
+      t.time_known = b.getTimeKnown();
+      if (t.count == 0) throw std::runtime_error("unmatched template without lines");
+      if (t.first_ns < 0) throw std::runtime_error("bad timestamp");
+      t.kind = wire_detail::sourceKindFromName(text(b.getSourceKind(), "sourceKind"));
+      out.unmatched.push_back(std::move(t));
+    }
+    out.unmatched_left_out = root.getUnmatchedLeftOut();
+    out.unmatched_lines_left_out = root.getUnmatchedLinesLeftOut();
   });
   if (!ok) return std::nullopt;
   return out;

@@ -23,10 +23,24 @@ struct BatchHeader {
   int64_t created_ns = 0;
 };
 
+// One template of a node's error lines no rule matched, since the agent's previous batch
+// (schema UnmatchedTemplate; issue 30, agent/unmatched_templates.h).
+struct UnmatchedTemplate {
+  std::string text;        // the masked template
+  uint64_t count = 0;      // lines since the previous batch (>= 1)
+  std::string first_line;  // the first of them, cut
+  int64_t first_ns = 0;    // its stamp (UTC ns), else when the agent read it
+  bool time_known = false;
+  SourceKind kind = SourceKind::kApplication;
+};
+
 struct SymptomBatchData {
   BatchHeader header;
   std::vector<Symptom> symptoms;
   std::vector<CoverageEntry> sources;
+  std::vector<UnmatchedTemplate> unmatched;
+  uint64_t unmatched_left_out = 0;        // templates over the agent's per-batch bound
+  uint64_t unmatched_lines_left_out = 0;  // ... and their lines
 };
 
 // Packed Cap'n Proto bytes of a SymptomBatch.
@@ -46,6 +60,8 @@ struct DecodeLimits {
   // fields cost a packed message next to nothing: fuzz_relay found 589 bytes that decoded to
   // millions of them (0.2 s of the ingest thread; 8 s under ASan). Bounded explicitly.
   size_t max_fields = 256;
+  // A batch's unmatched templates (an agent ships 32 by default).
+  size_t max_unmatched = 4096;
 };
 
 // Decodes and validates. On failure returns nullopt and a short reason ("truncated",

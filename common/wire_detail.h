@@ -33,6 +33,9 @@ std::string packToString(capnp::MessageBuilder& message);
 void fillSymptom(schema::Symptom::Builder b, const Symptom& s);
 // Throws std::runtime_error with the reason when a field is out of range.
 Symptom readSymptom(schema::Symptom::Reader b, const TextReader& text);
+// A sourceKind text as written by fillSymptom; an unknown one (or none: an older sender) is
+// kApplication.
+SourceKind sourceKindFromName(std::string_view kind);
 
 // Reads one packed message of `Root` within `limits` and hands its root to `read`, which fills the
 // caller's result and throws std::runtime_error(reason) on a bad field. false + *reason when the

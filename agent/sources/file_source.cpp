@@ -439,6 +439,10 @@ void FileSource::useLiterals(std::shared_ptr<const common::LiteralScanner> liter
   options_.parse.literals = std::move(literals);  // the next parser (made at every flush) uses them
 }
 
+void FileSource::useErrorWords(std::shared_ptr<const common::LiteralScanner> words) {
+  options_.parse.error_words = std::move(words);
+}
+
 bool FileSource::poll() { return pollFile(/*quick=*/false); }
 
 bool FileSource::pollFile(bool quick) {

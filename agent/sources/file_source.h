@@ -64,6 +64,7 @@ class FileSource final : public Source {
   std::string checkpoint() const override;
   SourceHealth health() const override;
   void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) override;
+  void useErrorWords(std::shared_ptr<const common::LiteralScanner> words) override;
   // Waiting for inotify, no read due (a writer stopped; for tests).
   bool idle() const { return inotify_waiting_; }
 

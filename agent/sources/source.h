@@ -47,6 +47,10 @@ class Source {
   // bytes first and hand on only records holding one (ParseOptions::literals). Before start()
   // and after a rule reload; sources that read whole records ignore it.
   virtual void useLiterals(std::shared_ptr<const common::LiteralScanner> literals) { (void)literals; }
+  // The error lexicon's words (common::errorWordScanner(); null: none): such sources also hand on
+  // records holding one, marked LogRecord::rule_literals_absent when they hold no rule literal
+  // (ParseOptions::error_words), for the agent's template miner. Before start().
+  virtual void useErrorWords(std::shared_ptr<const common::LiteralScanner> words) { (void)words; }
 
  protected:
   // Wraps a handler the io_context may run after this source is destroyed (a cancelled or an

@@ -180,6 +180,9 @@ int cmdJobEvent(const RemoteOptions& o, bool end) {
   if (!t->empty()) body["time"] = *t;
   if (!st->empty()) body["start_time"] = *st;
   if (o.ntasks_per_node > 0) body["ntasks_per_node"] = o.ntasks_per_node;
+  if (!o.job_name.empty()) body["name"] = o.job_name;
+  if (!o.job_user.empty()) body["user"] = o.job_user;
+  if (!o.job_partition.empty()) body["partition"] = o.job_partition;
   json answer;
   int rc = postEvent(o, o.job_id, end, body, &answer);
   // Say what was recorded (the Slurm scripts discard it; a person running the command sees it).
@@ -350,11 +353,20 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
     popts.local_zone = offline::systemTimeZone();
     popts.known_hosts = std::make_shared<const common::HostSet>(job.nodes.begin(), job.nodes.end());
     std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
-    auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts);
+    // The error lines no rule matched, as templates (issue 30): the aggregator judges them with
+    // the agents' (aggregator/verdicts/live_unrecognized.h).
+    common::UnmatchedLines unmatched;
+    auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts, {}, &unmatched,
+                                    job.nodes.size() == 1 ? job.nodes.front() : "");
     for (auto& s : scan.symptoms) s.source = source;
     scan.coverage.source = source;
     capSymptoms(scan.symptoms, scan.coverage);
-    json body{{"source", source}, {"coverage", common::toJson(scan.coverage)}, {"symptoms", json::array()}};
+    auto templates = unmatched.templates();
+    if (templates.size() > aggregator::kMaxOutputTemplates) templates.resize(aggregator::kMaxOutputTemplates);
+    json body{{"source", source},
+              {"coverage", common::toJson(scan.coverage)},
+              {"symptoms", json::array()},
+              {"unmatched", aggregator::outputTemplatesToJson(templates)}};
     for (const auto& s : scan.symptoms) body["symptoms"].push_back(compactSymptom(aggregator::symptomToJson(s), source));
     int call_rc = kOk;
     const std::string payload = body.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -421,8 +433,14 @@ void addRemoteCommands(CLI::App& app, RemoteOptions& o) {
     c->add_option("--state", o.state, "Slurm state word (start: RUNNING; end: from --exit-code)");
     json_flag(c);
   }
-  for (auto* c : {o.cmds.job_start, o.cmds.job_end})
+  for (auto* c : {o.cmds.job_start, o.cmds.job_end}) {
     c->add_option("--ntasks-per-node", o.ntasks_per_node, "tasks per node (block layout: places ranks on nodes)");
+    // The workload: a failed job's error lines that its earlier successful runs also printed are
+    // not unusual (docs/aggregator.md, "Unrecognized error lines").
+    c->add_option("--name", o.job_name, "job name (Slurm's SLURM_JOB_NAME)");
+    c->add_option("--user", o.job_user, "job user (SLURM_JOB_USER)");
+    c->add_option("--partition", o.job_partition, "job partition (SLURM_JOB_PARTITION)");
+  }
   o.cmds.job_end->add_option("--exit-code", o.exit_code, "exit:signal, e.g. 1:0");
   o.cmds.job_end->add_option("--start-time", o.start_time, "when the job started, if not recorded");
   o.cmds.job_import = o.cmds.job->add_subcommand("import", "record every job of a `sacct --json` capture");

@@ -40,6 +40,7 @@ struct RemoteOptions {
   // job events
   std::string job_id, host, nodelist, exit_code, time, start_time, import_file;
   int ntasks_per_node = 0;
+  std::string job_name, job_user, job_partition;  // job start/end: the workload (baseline runs share it)
   // job output
   std::vector<std::string> output_files;
   std::string output_node;

@@ -7,6 +7,18 @@ Ingestor::Ingestor(Store& store, Metrics& metrics, const Clock& clock, common::D
   metrics_.describe("faultline_batches_total", "symptom batches received, by result");
   metrics_.describe("faultline_symptoms_total", "symptoms stored");
   metrics_.describe("faultline_rejects_total", "messages rejected, by reason");
+  metrics_.describe("faultline_unmatched_templates_total",
+                    "templates of error lines no rule matched stored (issue 30), and those agents left out of "
+                    "their batches (over unmatched_per_batch), by state");
+}
+
+IngestResult Ingestor::countUnmatched(const common::SymptomBatchData& batch, IngestResult r) {
+  if (r.status != IngestResult::Status::kStored) return r;
+  if (!batch.unmatched.empty())
+    metrics_.add("faultline_unmatched_templates_total", "state", "stored", batch.unmatched.size());
+  if (batch.unmatched_left_out)
+    metrics_.add("faultline_unmatched_templates_total", "state", "left_out", batch.unmatched_left_out);
+  return r;
 }
 
 IngestResult Ingestor::reject(std::string reason, std::string detail) {
@@ -91,19 +103,20 @@ std::optional<common::SymptomBatchData> Ingestor::decodeBatch(std::string_view p
 
 IngestResult Ingestor::ingestGrouped(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   int64_t t0 = clock_.steadyNs();
-  return counted(t0, store_.ingestBatchGrouped(batch, authenticated_agent));
+  return countUnmatched(batch, counted(t0, store_.ingestBatchGrouped(batch, authenticated_agent)));
 }
 
 std::vector<IngestResult> Ingestor::ingestRun(const std::vector<Store::IngestInput>& batches) {
   int64_t t0 = clock_.steadyNs();
   auto results = store_.ingestBatches(batches);
-  for (auto& r : results) r = counted(t0, std::move(r));  // each batch waited for the whole run
+  for (size_t i = 0; i < results.size(); ++i)  // each batch waited for the whole run
+    results[i] = countUnmatched(*batches[i].batch, counted(t0, std::move(results[i])));
   return results;
 }
 
 IngestResult Ingestor::ingest(const common::SymptomBatchData& batch, std::string_view authenticated_agent) {
   int64_t t0 = clock_.steadyNs();
-  return counted(t0, store_.ingestBatch(batch, authenticated_agent));
+  return countUnmatched(batch, counted(t0, store_.ingestBatch(batch, authenticated_agent)));
 }
 
 IngestResult Ingestor::counted(int64_t t0, IngestResult r) {

@@ -56,6 +56,8 @@ class Ingestor {
  private:
   IngestResult reject(std::string reason, std::string detail = "");
   IngestResult counted(int64_t t0, IngestResult r);
+  // A stored batch's unmatched templates (and those its agent left out): counted.
+  IngestResult countUnmatched(const common::SymptomBatchData& batch, IngestResult r);
 
   Store& store_;
   Metrics& metrics_;

@@ -70,7 +70,8 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
   // accepted on purpose. Anything else is refused, not ignored: a misspelt key would otherwise
   // turn a failed job into a completed one without nodes.
   static const std::set<std::string> kKeys = {"nodes",      "nodelist",        "state",     "exit_code",
-                                              "time",       "start_time",      "ntasks_per_node", "time_limit"};
+                                              "time",       "start_time",      "ntasks_per_node", "time_limit",
+                                              "name",       "user",            "partition"};
   for (const auto& [key, value] : b.items())
     if (!kKeys.count(key)) {
       *error = fmt::format("unknown key '{}' (known: {})", key.size() > 40 ? key.substr(0, 40) + "..." : key,
@@ -178,6 +179,17 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
     }
     u.time_limit_sec = *d;
   }
+  // The workload (a job's baseline runs share it: docs/aggregator.md).
+  for (auto [key, field] : {std::pair{"name", &u.workload.name}, {"user", &u.workload.user},
+                            {"partition", &u.workload.partition}}) {
+    if (!b.contains(key)) continue;
+    if (!b[key].is_string() || b[key].get_ref<const std::string&>().size() > 256 ||
+        b[key].get_ref<const std::string&>().find('\0') != std::string::npos) {
+      *error = fmt::format("{} must be a string of at most 256 bytes", key);
+      return std::nullopt;
+    }
+    *field = b[key].get<std::string>();
+  }
   return u;
 }
 
@@ -274,6 +286,11 @@ std::optional<JobOutput> jobOutputFromJson(const json& body, const std::string& 
     out.coverage = common::coverageFromJson(c);
     out.coverage.source = out.source;
   }
+  if (body.contains("unmatched")) {  // absent from a CLI before issue 30
+    auto templates = outputTemplatesFromJson(body["unmatched"], error);
+    if (!templates) return std::nullopt;
+    out.unmatched = std::move(*templates);
+  }
   if (!body.contains("symptoms") || !body["symptoms"].is_array()) {
     *error = "symptoms must be an array";
     return std::nullopt;
@@ -325,6 +342,10 @@ std::vector<JobUpdate> jobUpdatesFromSacct(std::string_view text, std::vector<st
     if (copy.contains("nodes") && copy["nodes"].is_string()) u.nodelist = copy["nodes"].get<std::string>();
     u.time_limit_sec = info->time_limit_sec;
     u.ntasks_per_node = info->ntasks_per_node;
+    for (auto [key, field] : {std::pair{"name", &u.workload.name}, {"user", &u.workload.user},
+                              {"partition", &u.workload.partition}})
+      if (copy.contains(key) && copy[key].is_string() && copy[key].get_ref<const std::string&>().size() <= 256)
+        *field = copy[key].get<std::string>();
     u.source = "sacct";
     out.push_back(std::move(u));
   }

@@ -31,8 +31,9 @@ std::vector<JobUpdate> jobUpdatesFromSacct(std::string_view text, std::vector<st
 
 // Body of POST /jobs/{id}/output (docs/api.md), what `faultline job output` extracted from one
 // job-wide log: {"source": PATH, "coverage": {"format", "records", "skipped", "status",
-// "reason"}, "symptoms": [symptom, ...]} with symptoms as the API prints them. Validated as
-// hostile input: bounded counts and lengths, no NUL, known enums, sane times.
+// "reason"}, "symptoms": [symptom, ...], "unmatched": [template, ...]} with symptoms as the API
+// prints them and templates as aggregator/store/template_store.h writes them (optional). Validated
+// as hostile input: bounded counts and lengths, no NUL, known enums, sane times.
 constexpr size_t kMaxJobOutputSymptoms = 100000;
 std::optional<JobOutput> jobOutputFromJson(const nlohmann::json& body, const std::string& job_id, int64_t now_ns,
                                            std::string* error);

@@ -76,11 +76,7 @@ std::optional<common::Diagnosis> attributeBundle(const std::string& dir, const c
       with_facts.covered_nodes->insert(c.node);
   auto d = common::correlate(bundle->job, std::move(symptoms), &engine.rules(), with_facts);
   d.coverage = std::move(bundle->coverage);
-  d.unrecognized = std::move(*unrecognized);
-  d.divergent_node = common::divergentNode(d.unrecognized, bundle->job.nodes, unusual, d);
-  if (d.divergent_node)
-    d.explanation += (d.explanation.empty() ? "" : " ") + std::string("A lead, not a verdict: ") +
-                     d.divergent_node->why + ".";
+  common::attachUnrecognized(&d, std::move(*unrecognized), bundle->job.nodes, unusual);
   return d;
 }
 

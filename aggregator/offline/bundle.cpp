@@ -113,17 +113,6 @@ int formatOrder(LogFormat f) {
   }
 }
 
-// The error lexicon's words as a raw-byte prefilter (ParseOptions::error_words); built
-// once, immutable, shared by every parser. Null when Vectorscan refuses it (then only records
-// with a rule literal reach the miner).
-std::shared_ptr<const common::LiteralScanner> errorWordScanner() {
-  static const std::shared_ptr<const common::LiteralScanner> scanner = [] {
-    std::string error;
-    return common::LiteralScanner::buildExpressions(common::errorLexiconExpressions(), &error);
-  }();
-  return scanner;
-}
-
 struct FileScan {
   FileScan(const common::RuleEngine& e, common::MatchContext c, common::SymptomAggregator* a,
            std::vector<Symptom>* d, common::UnmatchedLines* u = nullptr, std::string sole = {})
@@ -189,7 +178,7 @@ CoverageEntry scanOne(const std::string& path, LogFormat format, const common::P
   // first with both clocks, for boot_estimate) reach onRecord; all are parsed and counted.
   common::ParseOptions fast = popts;
   fast.literals = scan.engine.literalScanner();
-  if (scan.unmatched) fast.error_words = errorWordScanner();
+  if (scan.unmatched) fast.error_words = common::errorWordScanner();
   auto parser = common::makeStreamParser(format, fast, [&](LogRecord&& rec) { scan.onRecord(std::move(rec)); });
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -385,11 +374,13 @@ ScanResult scanFile(const std::string& path, const std::string& node, const comm
 
 ScanResult scanJobLog(const std::string& path, const std::string& node,
                       std::function<std::string(int)> node_of_rank, const common::RuleEngine& engine,
-                      const common::ParseOptions& parse_options, const BundleOptions& options) {
+                      const common::ParseOptions& parse_options, const BundleOptions& options,
+                      common::UnmatchedLines* unmatched, const std::string& sole_node) {
   ScanResult result;
   common::SymptomAggregator agg(options.aggregation_window_ns);
   LogFormat format = detectFile(path);
-  FileScan scan{engine, {node, path, common::sourceKindOf(format), std::move(node_of_rank)}, &agg, nullptr};
+  FileScan scan{engine, {node, path, common::sourceKindOf(format), std::move(node_of_rank)}, &agg, nullptr,
+                unmatched, sole_node};
   result.coverage = scanOne(path, format, parse_options, scan, options.read_chunk);
   result.coverage.node = node;
   result.symptoms = agg.drainAll();

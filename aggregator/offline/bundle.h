@@ -101,8 +101,11 @@ ScanResult scanFile(const std::string& path, const std::string& node, const comm
 // placed on nodes through `node_of_rank` (may be empty), identical symptoms merged within the
 // bundle's aggregation window. `node` is "" unless the file is one node's. Used by
 // `faultline job output`, so the aggregator judges the same symptoms `attribute` would.
+// `unmatched`: when set, the error lines no rule matched go there too (with their node: the
+// file's, else the rank's, else `sole_node`, a one-node job's), as loadBundle mines them.
 ScanResult scanJobLog(const std::string& path, const std::string& node,
                       std::function<std::string(int)> node_of_rank, const common::RuleEngine& engine,
-                      const common::ParseOptions& parse_options, const BundleOptions& options = {});
+                      const common::ParseOptions& parse_options, const BundleOptions& options = {},
+                      common::UnmatchedLines* unmatched = nullptr, const std::string& sole_node = "");
 
 }  // namespace faultline::offline

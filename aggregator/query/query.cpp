@@ -42,15 +42,19 @@ json verdictSummary(const VerdictRow& v) {
 }
 
 json jobJson(const JobRow& j) {
-  return json{{"job_id", j.info.job_id},
-              {"state", j.info.state},
-              {"terminal_state", j.terminal_state.empty() ? json(nullptr) : json(j.terminal_state)},
-              {"exit_code", j.info.exit_code},
-              {"start", timeOrNull(j.info.start_ns)},
-              {"end", timeOrNull(j.info.end_ns)},
-              {"nodelist", j.nodelist},
-              {"node_count", j.info.nodes.size()},
-              {"source", j.source}};
+  json out{{"job_id", j.info.job_id},
+           {"state", j.info.state},
+           {"terminal_state", j.terminal_state.empty() ? json(nullptr) : json(j.terminal_state)},
+           {"exit_code", j.info.exit_code},
+           {"start", timeOrNull(j.info.start_ns)},
+           {"end", timeOrNull(j.info.end_ns)},
+           {"nodelist", j.nodelist},
+           {"node_count", j.info.nodes.size()},
+           {"source", j.source}};
+  // The workload, when the job's events named one (its baseline runs share it).
+  if (!j.workload.empty()) out["workload"] = {{"name", j.workload.name}, {"user", j.workload.user},
+                                              {"partition", j.workload.partition}};
+  return out;
 }
 
 // A job relayed from an edge site says so (its id is "SITE:JOBID"; the diagnosis inside keeps

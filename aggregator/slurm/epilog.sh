@@ -50,6 +50,11 @@ set -- job end "$SLURM_JOB_ID" --nodes "${SLURM_JOB_NODELIST:-}"
 [ -n "$SLURM_JOB_STATE" ] && set -- "$@" --state "$SLURM_JOB_STATE"
 [ -n "$SLURM_JOB_START_TIME" ] && set -- "$@" --start-time "$SLURM_JOB_START_TIME"
 [ -n "$SLURM_JOB_END_TIME" ] && set -- "$@" --time "$SLURM_JOB_END_TIME"
+# The workload: earlier successful runs of the same name, user and partition are the baseline of
+# a failed job's unrecognized error lines (docs/aggregator.md).
+[ -n "$SLURM_JOB_NAME" ] && set -- "$@" --name "$SLURM_JOB_NAME"
+[ -n "$SLURM_JOB_USER" ] && set -- "$@" --user "$SLURM_JOB_USER"
+[ -n "$SLURM_JOB_PARTITION" ] && set -- "$@" --partition "$SLURM_JOB_PARTITION"
 # shellcheck disable=SC2086
 if ! "$FAULTLINE_BIN" --server "$FAULTLINE_SERVER" --token-file "$FAULTLINE_TOKEN_FILE" --timeout 5 "$@" $layout; then
   logger -t faultline-epilog "job $SLURM_JOB_ID: could not report end to $FAULTLINE_SERVER" 2>/dev/null

@@ -15,6 +15,11 @@ FAULTLINE_TOKEN_FILE=${FAULTLINE_TOKEN_FILE:-/etc/faultline/token}
 set -- job start "$SLURM_JOB_ID" --nodes "${SLURM_JOB_NODELIST:-}"
 # Slurm 23.02+ exports the start time; otherwise the CLI stamps "now".
 [ -n "$SLURM_JOB_START_TIME" ] && set -- "$@" --time "$SLURM_JOB_START_TIME"
+# The workload: earlier successful runs of the same name, user and partition are the baseline of
+# a failed job's unrecognized error lines (docs/aggregator.md).
+[ -n "$SLURM_JOB_NAME" ] && set -- "$@" --name "$SLURM_JOB_NAME"
+[ -n "$SLURM_JOB_USER" ] && set -- "$@" --user "$SLURM_JOB_USER"
+[ -n "$SLURM_JOB_PARTITION" ] && set -- "$@" --partition "$SLURM_JOB_PARTITION"
 if ! "$FAULTLINE_BIN" --server "$FAULTLINE_SERVER" --token-file "$FAULTLINE_TOKEN_FILE" --timeout 5 "$@"; then
   logger -t faultline-prolog "job $SLURM_JOB_ID: could not report start to $FAULTLINE_SERVER" 2>/dev/null
 fi

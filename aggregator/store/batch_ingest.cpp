@@ -273,7 +273,8 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
           },
           [](Stmt&) {}))
     return failAll(db_->errmsg());
-  const int64_t last_id = ids.back();
+  // A run may hold no symptom at all (batches of unmatched templates only).
+  const int64_t last_id = ids.empty() ? 0 : ids.back();
 
   // The senders: per agent and per node the fold of its batches in order, per (node, source)
   // the last status; node events (a new node, a reboot) as each batch in turn would raise them.
@@ -366,7 +367,9 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
             st.bindRef(p + 4, c->reason).bind(p + 5, c->records).bind(p + 6, c->skipped).bind(p + 7, now);
           },
           [](Stmt&) {});
-  if (!ok) return failAll(db_->errmsg());
+  std::vector<const common::SymptomBatchData*> stored_batches;
+  for (const Todo* t : stored) stored_batches.push_back(in[t->i].batch);
+  if (!ok || !insertUnmatchedTemplates(*db_, stored_batches, now)) return failAll(db_->errmsg());
   // Cached once committed (endGroup's commit inside a group): a rolled-back id may come again.
   const bool cache = cache_.maxBytes() > 0;
   if (tx) {

@@ -194,6 +194,31 @@ CREATE INDEX symptoms_by_node_time ON symptoms(node, last_ns, first_ns, time_kno
 ALTER TABLE node_inventory ADD COLUMN gpu_count INTEGER NOT NULL DEFAULT -2;
 ALTER TABLE node_inventory ADD COLUMN addresses TEXT NOT NULL DEFAULT '[]';
 )sql",
+    // 8: issue 30, evidence without rules. The templates of the error lines no rule matched, as
+    // agents ship them with their batches (one row per template and batch: text, lines, first
+    // line and time, kind of source; aggregator/store/template_store.h), pruned with the symptoms;
+    // each job's workload (name, user, partition), so a verdict can take the same workload's
+    // earlier successful jobs as its baseline; and a job output's templates (`faultline job
+    // output` mines the job's output file as agents mine their logs).
+    R"sql(
+CREATE TABLE unmatched_templates(
+  id INTEGER PRIMARY KEY,
+  node TEXT NOT NULL,
+  seen_ns INTEGER NOT NULL,
+  time_known INTEGER NOT NULL,
+  received_ns INTEGER NOT NULL,
+  source_kind TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  template TEXT NOT NULL,
+  first_line TEXT NOT NULL);
+CREATE INDEX unmatched_templates_by_node_time ON unmatched_templates(node, seen_ns);
+CREATE INDEX unmatched_templates_by_received ON unmatched_templates(received_ns);
+ALTER TABLE jobs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN user_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN partition_name TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_workload ON jobs(name, user_name, partition_name, end_ns);
+ALTER TABLE job_outputs ADD COLUMN unmatched TEXT NOT NULL DEFAULT '[]';
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

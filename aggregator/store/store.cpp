@@ -648,7 +648,8 @@ IngestResult Store::ingestBatch(const common::SymptomBatchData& batch, std::stri
     cache_.erase(r.last_symptom_id);  // not cached by this path: no older entry may answer for the id
     ins.reset();  // RETURNING: the statement is done (SQLite cannot commit under an open one)
   }
-  if (!recordSenderLocked(batch, now)) return reject("store: " + db_->errmsg());
+  if (!recordSenderLocked(batch, now) || !insertUnmatchedTemplates(*db_, {&batch}, now))
+    return reject("store: " + db_->errmsg());
   std::string err;
   if (!tx.commit(&err)) return reject("store: " + err);
   r.status = IngestResult::Status::kStored;
@@ -748,7 +749,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, ntasks_per_node, "
-    "source, updated_ns, end_recorded_ns, site";
+    "source, updated_ns, end_recorded_ns, site, name, user_name, partition_name";
 
 JobRow jobFromRow(Stmt& s, sql::Db* db) {
   JobRow j;
@@ -765,6 +766,7 @@ JobRow jobFromRow(Stmt& s, sql::Db* db) {
   j.updated_ns = s.i64(10);
   j.end_recorded_ns = s.i64(11);
   j.site = s.text(12);
+  j.workload = {s.text(13), s.text(14), s.text(15)};
   Stmt n(db, "SELECT node FROM job_nodes WHERE job_id = ? ORDER BY position");
   n.bind(1, j.info.job_id);
   while (n.step() == sql::kRow) j.info.nodes.push_back(n.text(0));
@@ -853,16 +855,22 @@ std::optional<JobRow> Store::recordJob(const JobUpdate& u, std::string* error) {
     row.info.nodes = nodes;
     row.nodelist = u.nodelist.empty() ? fmt::format("{}", fmt::join(nodes, ",")) : u.nodelist;
   }
+  for (auto [to, from] : {std::pair{&row.workload.name, &u.workload.name}, {&row.workload.user, &u.workload.user},
+                          {&row.workload.partition, &u.workload.partition}})
+    if (!from->empty()) *to = *from;
   row.source = u.source;
   row.updated_ns = now;
   Stmt s(db_->get(),
          "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
-         "ntasks_per_node, source, updated_ns, end_recorded_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) "
+         "ntasks_per_node, source, updated_ns, end_recorded_ns, name, user_name, partition_name) "
+         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) "
          "ON CONFLICT(job_id) DO UPDATE SET state=?2, terminal_state=?3, exit_code=?4, start_ns=?5, end_ns=?6, "
-         "nodelist=?7, time_limit_sec=?8, ntasks_per_node=?9, source=?10, updated_ns=?11, end_recorded_ns=?12");
+         "nodelist=?7, time_limit_sec=?8, ntasks_per_node=?9, source=?10, updated_ns=?11, end_recorded_ns=?12, "
+         "name=?13, user_name=?14, partition_name=?15");
   s.bind(1, row.info.job_id).bind(2, row.info.state).bind(3, row.terminal_state).bind(4, row.info.exit_code);
   s.bind(5, row.info.start_ns).bind(6, row.info.end_ns).bind(7, row.nodelist).bind(8, row.info.time_limit_sec);
   s.bind(9, int64_t(row.info.ntasks_per_node)).bind(10, row.source).bind(11, now).bind(12, row.end_recorded_ns);
+  s.bind(13, row.workload.name).bind(14, row.workload.user).bind(15, row.workload.partition);
   if (s.step() != sql::kDone) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
@@ -1102,10 +1110,12 @@ bool Store::putJobOutput(const JobOutput& o, std::string* error) {
     *error = "store: " + db_->errmsg();
     return false;
   }
-  Stmt s(db_->get(), "INSERT INTO job_outputs(job_id, source, received_ns, coverage, symptoms) VALUES(?,?,?,?,?)");
+  Stmt s(db_->get(),
+         "INSERT INTO job_outputs(job_id, source, received_ns, coverage, symptoms, unmatched) VALUES(?,?,?,?,?,?)");
   s.bind(1, o.job_id).bind(2, o.source).bind(3, o.received_ns ? o.received_ns : clock_.nowNs());
   s.bind(4, cov.dump(-1, ' ', false, json::error_handler_t::replace));
   s.bind(5, symptoms.dump(-1, ' ', false, json::error_handler_t::replace));
+  s.bind(6, outputTemplatesToJson(o.unmatched).dump(-1, ' ', false, json::error_handler_t::replace));
   std::string err;
   if (s.step() != sql::kDone || !tx.commit(&err)) {
     *error = "store: " + (err.empty() ? db_->errmsg() : err);
@@ -1116,7 +1126,8 @@ bool Store::putJobOutput(const JobOutput& o, std::string* error) {
 
 std::vector<JobOutput> Store::jobOutputs(const std::string& job_id) {
   Lock lock(*this);
-  Stmt s(db_->get(), "SELECT source, received_ns, coverage, symptoms FROM job_outputs WHERE job_id = ? ORDER BY source");
+  Stmt s(db_->get(),
+         "SELECT source, received_ns, coverage, symptoms, unmatched FROM job_outputs WHERE job_id = ? ORDER BY source");
   s.bind(1, job_id);
   std::vector<JobOutput> out;
   while (s.step() == sql::kRow) {
@@ -1130,6 +1141,8 @@ std::vector<JobOutput> Store::jobOutputs(const std::string& job_id) {
     if (list.is_array())
       for (const auto& j : list)
         if (j.is_object()) o.symptoms.push_back(symptomFromJson(j));
+    std::string why;
+    if (auto t = outputTemplatesFromJson(json::parse(s.view(4), nullptr, false), &why)) o.unmatched = std::move(*t);
     out.push_back(std::move(o));
   }
   return out;
@@ -1519,6 +1532,9 @@ size_t Store::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, size_t max_row
   walk("DELETE FROM node_events WHERE id IN (SELECT id FROM node_events WHERE time_ns >= ?3 AND time_ns < ?1 "
        "ORDER BY time_ns LIMIT ?2) RETURNING time_ns",
        cutoff_ns, &prune_cursor_.node_events);
+  walk("DELETE FROM unmatched_templates WHERE id IN (SELECT id FROM unmatched_templates WHERE received_ns >= ?3 AND "
+       "received_ns < ?1 ORDER BY received_ns LIMIT ?2) RETURNING received_ns",
+       cutoff_ns, &prune_cursor_.unmatched);
   auto run = [&](const char* q, int64_t cutoff) {
     if (deleted >= max_rows) return;
     Stmt s(db_->get(), q);

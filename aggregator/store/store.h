@@ -24,6 +24,7 @@
 
 #include "aggregator/clock.h"
 #include "aggregator/store/symptom_cache.h"
+#include "aggregator/store/template_store.h"
 #include "common/diagnosis.h"
 #include "common/job.h"
 #include "common/protocol.h"
@@ -144,6 +145,8 @@ struct JobOutput {
   int64_t received_ns = 0;
   common::CoverageEntry coverage;
   std::vector<common::Symptom> symptoms;
+  // Issue 30: the file's error lines no rule matched, as templates (template_store.h).
+  std::vector<common::TemplateSighting> unmatched;
 };
 
 // A job as recorded from any of its sources (prolog/epilog, HTTP, sacct poll, import).
@@ -155,6 +158,7 @@ struct JobRow {
   int64_t updated_ns = 0;
   int64_t end_recorded_ns = 0;  // aggregator clock when the end was first recorded
   std::string site;             // "" = this aggregator's own job; else relayed from that site
+  JobWorkload workload;         // name, user, partition (template_store.h)
   bool ended() const { return !terminal_state.empty(); }
   bool failed() const { return ended() && terminal_state != "success"; }
 };
@@ -171,6 +175,7 @@ struct JobUpdate {
   int64_t time_limit_sec = 0;
   int ntasks_per_node = 0;
   std::string source;
+  JobWorkload workload;         // each field: "" keeps
 };
 
 struct JobFilter {
@@ -380,6 +385,17 @@ class Store {
                                                      const std::string& site, size_t max_job_ids);
   bool addNodeEvent(const NodeEvent& e);
 
+  // ---- issue 30: unmatched templates (template_store.h, defined in template_store.cpp) ----
+  // The templates `nodes` shipped with a stamp (or read time) in [from_ns, to_ns], one per (node,
+  // template, kind, timed or not) with the lines summed and the earliest line; in (node, time)
+  // order, at most `limit`.
+  std::vector<UnmatchedSighting> unmatchedForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
+                                                    int64_t to_ns, size_t limit);
+  // Earlier successful jobs of `job`'s workload (same name, user and partition, same site) that
+  // ended in [since_ns, job's end] and all of whose nodes had an agent by then; newest first, at
+  // most `limit`. None when the job has no workload name.
+  std::vector<JobRow> workloadBaselines(const JobRow& job, int64_t since_ns, size_t limit);
+
   // Small key/value state (engine watermarks).
   int64_t metaInt(const std::string& key, int64_t fallback);
   bool setMetaInt(const std::string& key, int64_t value);
@@ -445,7 +461,7 @@ class Store {
   bool in_group_ = false;
   // Where the running prune pass stands, per table: the next time stamp to look at.
   struct PruneCursor {
-    int64_t symptoms = INT64_MIN, batches = INT64_MIN, node_events = INT64_MIN;
+    int64_t symptoms = INT64_MIN, batches = INT64_MIN, node_events = INT64_MIN, unmatched = INT64_MIN;
   } prune_cursor_;
   bool group_failed_ = false;  // a write inside the group failed: endGroup rolls back
   SymptomCache cache_{0};

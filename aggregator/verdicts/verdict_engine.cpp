@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 
+#include "aggregator/verdicts/live_unrecognized.h"
+
 namespace faultline::aggregator {
 
 namespace {
@@ -98,7 +100,9 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   // The job's own output (uploaded by the epilog): all of it belongs to the job. Ranks the
   // uploader could not place are placed now, through the layout the job has by now.
   std::vector<common::CoverageEntry> output_coverage;
+  std::vector<common::TemplateSighting> output_templates;
   for (auto& o : store_.jobOutputs(job.info.job_id)) {
+    for (auto& t : o.unmatched) output_templates.push_back(std::move(t));
     for (auto& s : o.symptoms) {
       if (s.node.empty())
         if (auto rank = s.rank()) s.node = job.info.nodeOfRank(*rank);
@@ -137,11 +141,19 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   if (metric != metric_evidence_.end())
     symptoms.insert(symptoms.end(), metric->second.symptoms.begin(), metric->second.symptoms.end());
   v.symptoms = symptoms.size();
+  int64_t last_symptom_ns = 0;
+  for (const auto& s : symptoms)
+    if (s.time_known && s.source_kind != common::SourceKind::kMetric) last_symptom_ns = std::max(last_symptom_ns, s.last_ns);
   v.diagnosis = common::correlate(job.info, std::move(symptoms), rules_.get(), c);
   for (auto& oc : output_coverage) coverage.push_back(std::move(oc));
   if (metric != metric_evidence_.end())
     coverage.insert(coverage.end(), metric->second.coverage.begin(), metric->second.coverage.end());
   v.diagnosis.coverage = std::move(coverage);
+  LiveUnrecognizedOptions lo;
+  lo.margin_ns = options_.window_margin_ns;
+  lo.baseline_window_ns = options_.baseline_window_ns;
+  lo.baseline_jobs = options_.baseline_jobs;
+  addLiveUnrecognized(store_, job, *c.covered_nodes, last_symptom_ns, output_templates, lo, &v.diagnosis);
   std::map<std::string, int64_t> reported_up_to;  // from the rows already read (a 10,000-node job's take ~0.1 s)
   for (const auto& [n, row] : rows) reported_up_to.emplace(n, row.reported_ns);
   v.missing_nodes = unreportedNodes(job, reported_up_to);

@@ -51,6 +51,10 @@ struct VerdictOptions {
   // confidence), and how many of their ids the explanation may name.
   int64_t node_history_window_ns = 7 * 86400 * kSecondNs;
   size_t node_history_jobs = 5;
+  // Issue 30: the error lines no rule matched (live_unrecognized.h). Baselines: the same
+  // workload's successful jobs that ended this long before a job's end, the newest this many.
+  int64_t baseline_window_ns = 7 * 86400 * kSecondNs;
+  size_t baseline_jobs = 5;
   // node_facts and node_history given here are completed per job from the store (addresses and
   // GPU count from the agents' inventories; history from stored verdicts).
   common::CorrelatorOptions correlator;

@@ -68,6 +68,23 @@ struct SymptomBatch {
   createdNs @6 :Int64;
   symptoms @7 :List(Symptom);
   sources @8 :List(SourceStatus);
+  # Templates of the error lines no rule matched (issue 30), as the agent's bounded miner grouped
+  # them since its last batch; at most the agent's per-batch bound. Empty from agents before it
+  # (and from the offline reader); an aggregator before it ignores them.
+  unmatched @9 :List(UnmatchedTemplate);
+  unmatchedLeftOut @10 :UInt64;       # templates with lines since the last batch not shipped
+                                      # (over the per-batch bound)
+  unmatchedLinesLeftOut @11 :UInt64;  # ... and their lines
+}
+
+# One template of a node's error lines no rule matched, since the agent's previous batch.
+struct UnmatchedTemplate {
+  text @0 :Text;            # the masked template ("<NUM>", "<*>" where its lines differ)
+  count @1 :UInt64;         # its lines since the previous batch (>= 1)
+  firstLine @2 :Text;       # the first of them, cut (the agent's bound, 256 bytes by default)
+  firstNs @3 :Int64;        # its time (UTC ns): the line's own stamp, else when the agent read it
+  timeKnown @4 :Bool;       # false: firstNs is the read time (an unstamped line)
+  sourceKind @5 :Text;      # kernel | journal | fabricmanager | application
 }
 
 struct SourceStatus {

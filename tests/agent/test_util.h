@@ -18,6 +18,7 @@
 
 #include "agent/protocol.h"
 #include "common/rule_set.h"
+#include "common/uplink/shipper.h"
 #include "common/wire.h"
 
 namespace faultline::agent::testing {
@@ -150,6 +151,15 @@ class Receiver {
   zmq::socket_t socket_;
   std::string endpoint_;
 };
+
+// A shipper that sends to `rx` as `agent_id`, driven by the test's event loop (no tick timer).
+inline uplink::ShipperOptions shipperTo(const Receiver& rx, const std::string& agent_id = "agent-1") {
+  uplink::ShipperOptions so;
+  so.endpoints = {rx.endpoint()};
+  so.agent_id = agent_id;
+  so.tick_ms = 0;
+  return so;
+}
 
 // Writes journal export text into DIR/NAME (must end in .journal) with systemd-journal-remote.
 inline bool makeJournal(const std::string& export_text, const std::string& path) {

@@ -12,6 +12,8 @@
 //   fleet_top      node expected first among repeat offenders
 //   agents         {live: [..], stale: [..]}
 //   hostile_job    id of a job whose evidence holds markup
+//   hostile_unrecognized  the unrecognized error lines its live verdict lists (its agent shipped a
+//                  template whose first line holds markup too)
 //   html           [{file, sub_domain, cause, unrecognized}]  offline reports to open from disk
 //                  (unrecognized: rows the "Unrecognized error lines" table must have)
 // Prints one line per check; exits 1 when any failed.
@@ -169,6 +171,13 @@ try {
     const text = await page.evaluate(() => document.body.innerText);
     check(text.includes('<script>'), 'hostile job: the evidence shows "<script>" as text');
     check(!(await page.$('img[src="x"]')), 'hostile job: no element was created from the evidence');
+    // The live verdict's unrecognized error lines (issue 30: the agent's template), as text too.
+    const rows = await page.$$eval('#unrecognized-table tbody tr', (rs) => rs.length).catch(() => 0);
+    check(rows === plan.hostile_unrecognized,
+          `hostile job: the live page lists ${plan.hostile_unrecognized} unrecognized error line(s) (${rows})`);
+    const unrecognized = await page.$eval('#unrecognized-table', (t) => t.innerText).catch(() => '');
+    check(unrecognized.includes('<iframe'), 'hostile job: the unrecognized first line shows "<iframe" as text');
+    check(!(await page.$('iframe')), 'hostile job: no element was created from the unrecognized line');
     await page.close();
   }
 

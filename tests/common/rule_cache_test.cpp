@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/error_lexicon.h"
 #include "common/parse/literal_scan.h"
 #include "common/parse/stream_parser.h"
 #include "common/rule_cache.h"
@@ -178,6 +179,18 @@ TEST_CASE("rule cache: a hit gives the rules and symptoms of a YAML load", "[rul
   CHECK(second.cache == Cache::kHit);
   CHECK(second.note.empty());
   REQUIRE(second.result.rules->literal_scanner);
+  // The error words' database too (issue 30: the agent's template miner), read back, not compiled:
+  // it finds what the process's own compile finds.
+  REQUIRE(second.result.rules->error_words);
+  CHECK(second.result.rules->error_words != errorWordScanner());
+  CHECK(second.result.rules->error_words->literals() == errorWordScanner()->literals());
+  for (std::string_view line : {"orbitald: cannot reconcile ledger: quorum failure", "RuntimeError: boom",
+                                "all quiet on node 7"}) {
+    std::vector<int> cached, compiled;
+    REQUIRE(second.result.rules->error_words->literalsIn(line, &cached));
+    REQUIRE(errorWordScanner()->literalsIn(line, &compiled));
+    CHECK(cached == compiled);
+  }
 
   auto fresh = loadRuleDirs({kShipped});
   REQUIRE(fresh.rules);

@@ -32,6 +32,20 @@ inline constexpr const char* kAgentId = "agent-gpu-v1";
 // The batch an agent of wire version 1 sends in these tests. Every field that SymptomBatch v1
 // has is set somewhere (enums to non-zero values in at least one symptom). FROZEN together with
 // tests/compat/v1_batch.bin: change a value only by regenerating that file (see golden_test.cpp).
+// A current agent's batch: v1Batch() with what was appended since (issue 30's unmatched
+// templates), every field set.
+inline common::SymptomBatchData v1Batch();
+inline common::SymptomBatchData currentBatch() {
+  common::SymptomBatchData b = v1Batch();
+  b.unmatched = {{"cannot reconcile ledger <HEX>: quorum failure", 3, "cannot reconcile ledger 0x3f2a: quorum failure",
+                  kT0 + 2 * kSec, true, common::SourceKind::kJournal},
+                 {"Traceback (most recent call last):", 1, "Traceback (most recent call last):", kT0 + 9 * kSec, false,
+                  common::SourceKind::kApplication}};
+  b.unmatched_left_out = 2;
+  b.unmatched_lines_left_out = 17;
+  return b;
+}
+
 inline common::SymptomBatchData v1Batch() {
   common::SymptomBatchData b;
   b.header = {kAgentId,         kHost,          "3f2a9c1e-6b0d-4e57-9a1c-v1boot", 17, "0.1.0",
@@ -427,6 +441,19 @@ inline void checkSame(const common::SymptomBatchData& got, const common::Symptom
     CHECK(got.sources[i].status == want.sources[i].status);
     CHECK(got.sources[i].reason == want.sources[i].reason);
   }
+  // Appended after v1 (issue 30): none from a v1 agent.
+  REQUIRE(got.unmatched.size() == want.unmatched.size());
+  for (size_t i = 0; i < want.unmatched.size(); ++i) {
+    INFO("unmatched template " << want.unmatched[i].text);
+    CHECK(got.unmatched[i].text == want.unmatched[i].text);
+    CHECK(got.unmatched[i].count == want.unmatched[i].count);
+    CHECK(got.unmatched[i].first_line == want.unmatched[i].first_line);
+    CHECK(got.unmatched[i].first_ns == want.unmatched[i].first_ns);
+    CHECK(got.unmatched[i].time_known == want.unmatched[i].time_known);
+    CHECK(got.unmatched[i].kind == want.unmatched[i].kind);
+  }
+  CHECK(got.unmatched_left_out == want.unmatched_left_out);
+  CHECK(got.unmatched_lines_left_out == want.unmatched_lines_left_out);
 }
 
 inline void checkSame(const common::HeartbeatData& got, const common::HeartbeatData& want) {

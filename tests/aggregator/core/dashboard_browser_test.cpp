@@ -120,7 +120,12 @@ TEST_CASE("dashboard: jobs, a 64-node cascade, fleet and agents pages and --html
     auto hostile = makeSymptom("gpu-x01", "python.exception", now - 600 * kSec, common::SubDomain::kApplication);
     hostile.evidence = {"ValueError: <script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"};
     hostile.summary = "<b>bold</b> <script>window.__pwned=3</script>";
-    REQUIRE(store->ingestBatch(makeBatch("gpu-x01", 1, {hostile}), "agent-gpu-x01").status == IngestResult::Status::kStored);
+    // ... and whose agent shipped an error line no rule matched, with markup (issue 30: the live
+    // verdict lists it under "Unrecognized error lines").
+    auto hostile_batch = makeBatch("gpu-x01", 1, {hostile});
+    hostile_batch.unmatched = {{"loader: cannot open <iframe src=<PATH>>", 2, "loader: cannot open <iframe src=/x>",
+                                now - 400 * kSec, true, common::SourceKind::kJournal}};
+    REQUIRE(store->ingestBatch(hostile_batch, "agent-gpu-x01").status == IngestResult::Status::kStored);
     JobUpdate u;
     u.job_id = "666";
     u.state = "FAILED";
@@ -194,6 +199,8 @@ TEST_CASE("dashboard: jobs, a 64-node cascade, fleet and agents pages and --html
   plan["fleet_top"] = "gpu-z02";
   plan["agents"] = {{"live", {"gpu-z02", "gpu-b17"}}, {"stale", {"gpu-d04"}}};
   plan["hostile_job"] = "666";
+  plan["hostile_unrecognized"] = verdict("666")["unrecognized"].size();
+  CHECK(plan["hostile_unrecognized"] == 1);
   plan["html"] = json::array();
   for (std::string sample : {"cascade64-xid79", "cuda-oom"}) {
     std::string file = dir.file(sample + ".html");

@@ -113,11 +113,21 @@ std::vector<std::string> fillFromSamples(Store& store, ManualClock& clock, Verdi
       if (b.header.hostname.empty()) b = makeBatch(s.node, ++sequence, {});
       b.symptoms.push_back(s);
     }
+    // The error lines no rule matched, as the nodes' agents would ship them (issue 30).
+    for (const auto& t : bundle->unmatched)
+      for (const auto& [node, count] : t.nodes) {
+        if (!bundle->nodes.count(node)) continue;
+        auto& b = batches[node];
+        if (b.header.hostname.empty()) b = makeBatch(node, ++sequence, {});
+        b.unmatched.push_back({t.text, count, t.first_line, t.time_known ? t.first_ns : bundle->job.end_ns,
+                               t.time_known, t.kinds.empty() ? common::SourceKind::kApplication : *t.kinds.begin()});
+      }
     for (auto& [node, b] : batches)
       REQUIRE(store.ingestBatch(b, b.header.agent_id).status == IngestResult::Status::kStored);
     for (auto& [source, o] : outputs) REQUIRE(store.putJobOutput(o, &error));
     JobUpdate u = jobUpdateOf(bundle->job, job_id);
     u.source = "test";
+    u.workload = {dir.filename().string(), "tester", "gpu"};
     REQUIRE(store.recordJob(u, &error));
     clock.advance(kSec);
     if (!store.job(job_id)->failed()) continue;
@@ -200,7 +210,8 @@ TEST_CASE("store migrate: a SQLite store filled from the samples into PostgreSQL
     CHECK(out.out.find(fmt::format("  {:<16} {}\n", table, want.size())) != std::string::npos);
   }
   for (const char* t : {"agents", "nodes", "source_status", "batches", "symptoms", "jobs", "job_nodes", "verdicts",
-                        "node_events", "meta", "relay_pending", "relay_outbox", "job_outputs", "node_inventory"}) {
+                        "node_events", "meta", "relay_pending", "relay_outbox", "job_outputs", "node_inventory",
+                        "unmatched_templates"}) {
     INFO(t);
     CHECK(rows_of[t] > 0);  // the fill reached every table, so the comparison covers it
   }

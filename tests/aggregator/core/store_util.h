@@ -73,7 +73,7 @@ inline JobUpdate jobUpdateOf(const common::JobInfo& job, const std::string& id) 
 
 // Records a job (start/end 0 and nodes "" keep what is stored) as the prolog/epilog would.
 inline void recordTestJob(Store& store, const std::string& id, const std::string& nodes, int64_t start, int64_t end,
-                          const std::string& state) {
+                          const std::string& state, const JobWorkload& workload = {}) {
   JobUpdate u;
   u.job_id = id;
   u.nodelist = nodes;
@@ -81,6 +81,7 @@ inline void recordTestJob(Store& store, const std::string& id, const std::string
   u.end_ns = end;
   u.state = state;
   u.source = "test";
+  u.workload = workload;
   std::string error;
   auto row = store.recordJob(u, &error);
   INFO(error);
