@@ -254,7 +254,9 @@ opts=$(. "$sys/etc/faultline/aggregator.env"; printf '%s' "${FAULTLINE_AGGREGATO
 exec_start=${exec_start//'${STATE_DIRECTORY}'/\/var\/lib\/faultline}
 exec_start=${exec_start//'$FAULTLINE_AGGREGATOR_OPTS'/$opts}
 read -ra args <<<"$exec_start"
-in_root setpriv --reuid=faultline-aggregator --regid=faultline-aggregator --init-groups \
+# chroot itself, not the in_root function: a function sent to the background runs in a subshell,
+# whose pid $! would be (and TERM would reach the subshell, leaving the aggregator running).
+chroot "$sys" setpriv --reuid=faultline-aggregator --regid=faultline-aggregator --init-groups \
   "${args[@]}" --port 0 --port-file /tmp/port > "$sys/tmp/aggregator.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do
