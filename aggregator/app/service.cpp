@@ -10,6 +10,7 @@
 
 #include "aggregator/jobs/sacct_poller.h"
 #include "aggregator/store/db.h"
+#include "tools/domain_model/builtin.h"
 
 namespace faultline::aggregator {
 
@@ -97,6 +98,10 @@ void AggregatorService::buildEngineAndApi() {
   vo.window_margin_ns = secs(config_.margin_s);
   vo.agent_timeout_ns = secs(config_.agent_timeout_s);
   vo.final_timeout_ns = secs(config_.final_timeout_s);
+  std::string why;
+  domain_model_ = common::DomainClassifier::parse(common::builtinDomainModelText(), &why);
+  if (domain_model_) vo.domain_model = &*domain_model_;
+  else std::fprintf(stderr, "faultline-aggregator: the domain model: %s (no domain leads)\n", why.c_str());
   engine_ = std::make_unique<VerdictEngine>(*store_, clock_, rules_, vo, &metrics_);
   observation_rules_ = std::make_unique<common::RuleEngine>(rules_);
   leadership_ = std::make_unique<Leadership>(config_.db);

@@ -33,6 +33,7 @@
 #include "aggregator/store/leader.h"
 #include "aggregator/store/store.h"
 #include "aggregator/verdicts/verdict_engine.h"
+#include "common/domain_classifier.h"
 #include "common/rule_engine.h"
 #include "common/rule_set.h"
 
@@ -72,6 +73,8 @@ class AggregatorService {
   std::shared_ptr<const common::RuleSet> rules_;
   std::unique_ptr<Store> store_;
   Metrics metrics_;
+  // The domain lead of unattributed verdicts (tools/domain_model: trained at build time).
+  std::optional<common::DomainClassifier> domain_model_;
   std::unique_ptr<VerdictEngine> engine_;
   RefusalLog refusals_;            // the ingest endpoint's refused identities, listed by the API
   ConnectionTracker connections_;  // its open agent connections: "live" ends when one closes

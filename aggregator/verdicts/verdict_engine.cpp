@@ -154,6 +154,10 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   lo.baseline_window_ns = options_.baseline_window_ns;
   lo.baseline_jobs = options_.baseline_jobs;
   addLiveUnrecognized(store_, job, *c.covered_nodes, last_symptom_ns, output_templates, lo, &v.diagnosis);
+  if (options_.domain_model && v.diagnosis.sub_domain == common::SubDomain::kUnattributed &&
+      !v.diagnosis.unrecognized.empty())
+    if (auto lead = common::unrecognizedDomainLead(v.diagnosis.unrecognized, *options_.domain_model); !lead.empty())
+      v.diagnosis.explanation += (v.diagnosis.explanation.empty() ? "" : " ") + lead;
   std::map<std::string, int64_t> reported_up_to;  // from the rows already read (a 10,000-node job's take ~0.1 s)
   for (const auto& [n, row] : rows) reported_up_to.emplace(n, row.reported_ns);
   v.missing_nodes = unreportedNodes(job, reported_up_to);

@@ -30,6 +30,7 @@
 #include "aggregator/metrics/metrics.h"
 #include "aggregator/store/store.h"
 #include "common/correlator.h"
+#include "common/domain_classifier.h"
 #include "common/rule_set.h"
 
 namespace faultline::aggregator {
@@ -55,6 +56,10 @@ struct VerdictOptions {
   // workload's successful jobs that ended this long before a job's end, the newest this many.
   int64_t baseline_window_ns = 7 * 86400 * kSecondNs;
   size_t baseline_jobs = 5;
+  // The domain classifier (common/domain_classifier.h) whose lead an unattributed verdict's
+  // explanation gains from its unmatched error lines, as `faultline attribute` does; null: none.
+  // Never changes the verdict. Must outlive the engine.
+  const common::DomainClassifier* domain_model = nullptr;
   // node_facts and node_history given here are completed per job from the store (addresses and
   // GPU count from the agents' inventories; history from stored verdicts).
   common::CorrelatorOptions correlator;

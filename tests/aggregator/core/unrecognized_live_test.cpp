@@ -11,7 +11,9 @@
 #include "aggregator/jobs/job_events.h"
 #include "aggregator/query/query.h"
 #include "aggregator/verdicts/verdict_engine.h"
+#include "common/domain_classifier.h"
 #include "common/rule_set.h"
+#include "tools/domain_model/builtin.h"
 #include "tests/aggregator/core/store_util.h"
 #include "tests/aggregator/core/test_util.h"
 
@@ -377,4 +379,46 @@ TEST_CASE("live unrecognized: templates two agents generalized apart merge as on
   CHECK(covered[common::SourceKind::kKernel] == std::set<std::string>{"gpu-01"});
   CHECK(covered[common::SourceKind::kFabricManager] == std::set<std::string>{"gpu-02"});
   CHECK(covered.count(common::SourceKind::kApplication) == 0);  // no records read
+}
+
+TEST_CASE("verdicts: an unattributed live verdict gains the unmatched lines' domain lead, as attribute's does",
+          "[verdicts][unmatched]") {
+  std::string why;
+  auto model = common::DomainClassifier::parse(common::builtinDomainModelText(), &why);
+  REQUIRE(model);
+  TempDir dir;
+  ManualClock clock{kT0};
+  auto store = openStore(dir.file("lead.db"), clock);
+  static auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  VerdictOptions o;
+  o.domain_model = &*model;
+  VerdictEngine engine(*store, clock, loaded.rules, o);
+  VerdictEngine without(*store, clock, loaded.rules, VerdictOptions{});
+  HeartbeatInfo hb;
+  hb.agent_id = "agent-gpu-07";
+  hb.hostname = "gpu-07";
+  hb.boot_id = "boot-1";
+  hb.created_ns = clock.nowNs();
+  hb.sources = {{"journal", "journal-file", "ok", "", 1000, 0, 0}};
+  REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &why));
+  const int64_t start = kT0 + 10 * kSec, end = kT0 + 600 * kSec;
+  const std::string line = "mlx5_core 0000:3b:00.0: port 1 link down: cable unplugged, infiniband fabric error";
+  REQUIRE(store->ingestBatch(sightingsBatch("gpu-07", 1, {sighting(line, 4, line, end - 30 * kSec)}), hb.agent_id)
+              .status == IngestResult::Status::kStored);
+  recordTestJob(*store, "700", "gpu-07", start, end, "FAILED", {"train", "bo", "a100"});
+  clock.advance(end + 5 * kSec - clock.nowNs());
+  hb.created_ns = clock.nowNs();
+  REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &why));
+  auto plain = without.evaluate(*store->job("700"), "job_end");
+  auto v = engine.evaluate(*store->job("700"), "job_end");
+  const auto& d = v.diagnosis;
+  CHECK(d.sub_domain == common::SubDomain::kUnattributed);
+  REQUIRE(!d.unrecognized.empty());
+  const std::string lead = common::unrecognizedDomainLead(d.unrecognized, *model);
+  REQUIRE(!lead.empty());
+  CHECK(d.explanation == plain.diagnosis.explanation + " " + lead);
+  CHECK(d.explanation.find("a lead, not a verdict") != std::string::npos);
+  CHECK(d.sub_domain == plain.diagnosis.sub_domain);  // a lead never changes the verdict
+  CHECK(d.responsible.empty());
 }
