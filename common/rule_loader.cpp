@@ -560,19 +560,22 @@ std::vector<std::string> checkTaxonomy(const RuleSet& rules) {
   // between nodes names network rules.
   for (const auto& rel : rules.relations) {
     if (rel.effect != RelationEffect::kService && rel.effect != RelationEffect::kBetween) continue;
-    // A `between` fault is the path (network) or a mismatch of the software at its ends
-    // (system_software: a version differing between nodes).
+    // A `between` fault is the path (network), a mismatch of the software at its ends
+    // (system_software: a version differing between nodes), or the job's own configuration that
+    // every node runs (application: a memory requirement above every node's memory, where the
+    // launcher reports only the first rank killed).
     const bool service = rel.effect == RelationEffect::kService;
     for (const auto& id : rel.symptom.rules) {
       const Rule* r = rules.find(id);
       if (!r) continue;
       const bool fits = service ? r->sub_domain == SubDomain::kInfrastructure
-                                : r->sub_domain == SubDomain::kNetwork || r->sub_domain == SubDomain::kSystemSoftware;
+                                : r->sub_domain == SubDomain::kNetwork || r->sub_domain == SubDomain::kSystemSoftware ||
+                                      r->sub_domain == SubDomain::kApplication;
       if (!fits)
         problems.push_back(fmt::format("{}:{}: relation {}: names rule {} ({}), but a {} relation is about {} faults",
                                        rel.file, rel.line, rel.id, id, subDomainName(r->sub_domain),
                                        relationEffectName(rel.effect),
-                                       service ? "infrastructure" : "network or system_software"));
+                                       service ? "infrastructure" : "network, system_software or application"));
     }
   }
   return problems;
