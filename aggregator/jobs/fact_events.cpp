@@ -293,6 +293,119 @@ void readPostedMetrics(const std::string& text, int64_t scrape_ns, const Observa
   for (const auto& u : unsupported) cov.reason += "; not evaluated: " + u;
 }
 
+// The window a line's own Loki stamp must fall in to be its time: the job's (widened by the
+// margin) and the observation's time_interval; *interval_end that interval's end. false and
+// *error: a time_interval that does not read.
+bool observationWindow(const json& c, const ObservationContext& ctx, int64_t* lo, int64_t* hi,
+                       std::optional<int64_t>* interval_end, std::string* error) {
+  *lo = ctx.job_start_ns ? ctx.job_start_ns - ctx.margin_ns : INT64_MAX;
+  *hi = ctx.job_end_ns ? ctx.job_end_ns + ctx.margin_ns : INT64_MIN;
+  if (!c.contains("time_interval")) return true;
+  const json& ti = c["time_interval"];
+  std::optional<int64_t> start, end;
+  if (ti.is_object() && ti.contains("start") && ti["start"].is_string())
+    start = common::parseTimestampNs(ti["start"].get<std::string>());
+  if (ti.is_object() && ti.contains("end") && ti["end"].is_string())
+    end = common::parseTimestampNs(ti["end"].get<std::string>());
+  if (!start || !end || *start > *end) {
+    *error = "context.time_interval must be {\"start\", \"end\"}: ISO 8601 times, start not after end";
+    return false;
+  }
+  *lo = std::min(*lo, *start - ctx.margin_ns);
+  *hi = std::max(*hi, *end + ctx.margin_ns);
+  *interval_end = end;
+  return true;
+}
+
+// A raw_loki_streams body (a JSON array of streams, or {"streams": [...]}, as a string or as
+// JSON) grouped by (node, kernel or not); *lines counts them.
+bool readLokiBody(const json& body, const std::string& source, const ObservationLimits& limits, Groups* groups,
+                  uint64_t* lines, std::string* error) {
+  json streams = body;
+  if (streams.is_string()) {
+    streams = json::parse(streams.get<std::string>(), nullptr, false);
+    if (streams.is_discarded()) {
+      *error = "body is a string but not JSON (raw_loki_streams: a JSON array of Loki streams)";
+      return false;
+    }
+  }
+  if (streams.is_object() && streams.contains("streams")) streams = streams["streams"];
+  if (!streams.is_array()) {
+    *error = "body must be a JSON array of Loki streams (or {\"streams\": [...]})";
+    return false;
+  }
+  return readStreams(streams, source, limits, groups, lines, error);
+}
+
+// One (node, kind of log) group read as one file would be: its physical lines and the Loki stamp
+// each may take, the format detected, the same parsers, rules and aggregation as `faultline job
+// output`, into `out`. Returns the lines stamped outside [lo, hi].
+uint64_t readLokiGroup(const std::string& host, bool kernel, const std::vector<LokiLine>& lines, int64_t lo,
+                       int64_t hi, const std::string& source, const ObservationContext& ctx,
+                       const common::RuleEngine& engine, const std::set<std::string>& nodes,
+                       const std::shared_ptr<const common::HostSet>& known, JobOutput* out_ptr) {
+  JobOutput& out = *out_ptr;
+  // Physical lines (a body may hold several) and the Loki stamp of each.
+  std::string text;
+  std::vector<int64_t> stamps;
+  uint64_t outside = 0;
+  for (const auto& l : lines) {
+    const bool in_window = l.ts >= lo && l.ts <= hi;
+    for (size_t pos = 0;;) {
+      size_t nl = l.text.find('\n', pos);
+      text.append(l.text, pos, nl == std::string::npos ? std::string::npos : nl - pos)
+          .push_back('\n');
+      stamps.push_back(in_window ? l.ts : -1);
+      outside += !in_window;
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
+  common::LogFormat format = common::detectFormat(std::string_view(text).substr(0, 64 << 10));
+  common::SourceKind kind = common::sourceKindOf(format);
+  // Kernel lines without a stamp of their own ("NVRM: Xid ...") are still kernel lines.
+  if (kernel)
+    kind = common::SourceKind::kKernel;
+  else if (source == "syslog" && format == common::LogFormat::kApplication)
+    kind = common::SourceKind::kJournal;
+  out.coverage.format = std::string(common::formatName(format));
+  common::ParseOptions popts;
+  popts.default_year = ctx.job_start_ns ? common::yearOfNs(ctx.job_start_ns) : 1970;
+  popts.known_hosts = known;
+  popts.literals = engine.literalScanner();
+  common::MatchContext mctx{host, out.source, kind, host.empty() ? ctx.node_of_rank : nullptr};
+  common::SymptomAggregator agg;
+  auto parser = common::makeStreamParser(format, popts, [&](common::LogRecord&& rec) {
+    // A line without a wall-clock time of its own takes its Loki stamp, when the stamp falls in
+    // the job's window or the observation's interval; outside both it is no time of this job.
+    if (!rec.time_known && rec.line >= 1 && rec.line <= stamps.size() &&
+        stamps[rec.line - 1] >= 0) {
+      rec.time_ns = stamps[rec.line - 1];
+      rec.time_known = true;
+    }
+    if (auto s = engine.extract(rec, mctx)) agg.add(std::move(*s));
+  });
+  parser->feed(text);
+  parser->finish();
+  const auto& rep = parser->report();
+  out.coverage.records = rep.records;
+  out.coverage.skipped = rep.skipped;
+  if (rep.skipped) out.coverage.status = "partial";
+  std::vector<std::string> notes;
+  if (outside)
+    notes.push_back(fmt::format(
+        "{} of {} lines stamped outside the job's window and the observation's interval: "
+        "read without a time",
+        outside, stamps.size()));
+  if (!host.empty() && !nodes.empty() && !nodes.count(host))
+    notes.push_back("not a node of the attributor's workload");
+  for (const auto& n : rep.notes) notes.push_back(n);
+  out.coverage.reason = fmt::format("{}", fmt::join(notes, "; "));
+  out.symptoms = agg.drainAll();
+  for (auto& s : out.symptoms) s.source = out.source;
+  return outside;
+}
+
 }  // namespace
 
 std::optional<Observation> observationFromJson(const json& body, const ObservationContext& ctx,
@@ -317,25 +430,9 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     *error = "context.format must be \"raw_loki_streams\" or \"prometheus_metrics\"";
     return std::nullopt;
   }
-  int64_t lo = ctx.job_start_ns ? ctx.job_start_ns - ctx.margin_ns : INT64_MAX;
-  int64_t hi = ctx.job_end_ns ? ctx.job_end_ns + ctx.margin_ns : INT64_MIN;
+  int64_t lo = 0, hi = 0;
   std::optional<int64_t> interval_end;
-  if (c.contains("time_interval")) {
-    const json& ti = c["time_interval"];
-    std::optional<int64_t> start, end;
-    if (ti.is_object() && ti.contains("start") && ti["start"].is_string())
-      start = common::parseTimestampNs(ti["start"].get<std::string>());
-    if (ti.is_object() && ti.contains("end") && ti["end"].is_string())
-      end = common::parseTimestampNs(ti["end"].get<std::string>());
-    if (!start || !end || *start > *end) {
-      *error =
-          "context.time_interval must be {\"start\", \"end\"}: ISO 8601 times, start not after end";
-      return std::nullopt;
-    }
-    lo = std::min(lo, *start - ctx.margin_ns);
-    hi = std::max(hi, *end + ctx.margin_ns);
-    interval_end = end;
-  }
+  if (!observationWindow(c, ctx, &lo, &hi, &interval_end, error)) return std::nullopt;
   const std::string prefix = fmt::format("fact:{}:{}", ctx.observation_id, o.source);
   auto output = [&](const std::string& node, const std::string& format) {
     JobOutput out;
@@ -358,21 +455,8 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
     o.lines = o.outputs.back().coverage.records;
     return o;
   }
-  json streams = body["body"];
-  if (streams.is_string()) {
-    streams = json::parse(streams.get<std::string>(), nullptr, false);
-    if (streams.is_discarded()) {
-      *error = "body is a string but not JSON (raw_loki_streams: a JSON array of Loki streams)";
-      return std::nullopt;
-    }
-  }
-  if (streams.is_object() && streams.contains("streams")) streams = streams["streams"];
-  if (!streams.is_array()) {
-    *error = "body must be a JSON array of Loki streams (or {\"streams\": [...]})";
-    return std::nullopt;
-  }
   Groups groups;
-  if (!readStreams(streams, o.source, limits, &groups, &o.lines, error)) return std::nullopt;
+  if (!readLokiBody(body["body"], o.source, limits, &groups, &o.lines, error)) return std::nullopt;
   if (groups.empty()) {
     auto out = output("", "raw_loki_streams");
     out.coverage.reason = "no lines";
@@ -383,65 +467,8 @@ std::optional<Observation> observationFromJson(const json& body, const Observati
   auto known = std::make_shared<const common::HostSet>(ctx.job_nodes.begin(), ctx.job_nodes.end());
   for (const auto& [key, lines] : groups) {
     const auto& [host, kernel] = key;
-    // Physical lines (a body may hold several) and the Loki stamp of each.
-    std::string text;
-    std::vector<int64_t> stamps;
-    uint64_t outside = 0;
-    for (const auto& l : lines) {
-      const bool in_window = l.ts >= lo && l.ts <= hi;
-      for (size_t pos = 0;;) {
-        size_t nl = l.text.find('\n', pos);
-        text.append(l.text, pos, nl == std::string::npos ? std::string::npos : nl - pos)
-            .push_back('\n');
-        stamps.push_back(in_window ? l.ts : -1);
-        outside += !in_window;
-        if (nl == std::string::npos) break;
-        pos = nl + 1;
-      }
-    }
-    o.out_of_window += outside;
-    common::LogFormat format = common::detectFormat(std::string_view(text).substr(0, 64 << 10));
-    common::SourceKind kind = common::sourceKindOf(format);
-    // Kernel lines without a stamp of their own ("NVRM: Xid ...") are still kernel lines.
-    if (kernel)
-      kind = common::SourceKind::kKernel;
-    else if (o.source == "syslog" && format == common::LogFormat::kApplication)
-      kind = common::SourceKind::kJournal;
-    auto out = output(host, std::string(common::formatName(format)));
-    common::ParseOptions popts;
-    popts.default_year = ctx.job_start_ns ? common::yearOfNs(ctx.job_start_ns) : 1970;
-    popts.known_hosts = known;
-    popts.literals = engine.literalScanner();
-    common::MatchContext mctx{host, out.source, kind, host.empty() ? ctx.node_of_rank : nullptr};
-    common::SymptomAggregator agg;
-    auto parser = common::makeStreamParser(format, popts, [&](common::LogRecord&& rec) {
-      // A line without a wall-clock time of its own takes its Loki stamp, when the stamp falls in
-      // the job's window or the observation's interval; outside both it is no time of this job.
-      if (!rec.time_known && rec.line >= 1 && rec.line <= stamps.size() &&
-          stamps[rec.line - 1] >= 0) {
-        rec.time_ns = stamps[rec.line - 1];
-        rec.time_known = true;
-      }
-      if (auto s = engine.extract(rec, mctx)) agg.add(std::move(*s));
-    });
-    parser->feed(text);
-    parser->finish();
-    const auto& rep = parser->report();
-    out.coverage.records = rep.records;
-    out.coverage.skipped = rep.skipped;
-    if (rep.skipped) out.coverage.status = "partial";
-    std::vector<std::string> notes;
-    if (outside)
-      notes.push_back(fmt::format(
-          "{} of {} lines stamped outside the job's window and the observation's interval: "
-          "read without a time",
-          outside, stamps.size()));
-    if (!host.empty() && !nodes.empty() && !nodes.count(host))
-      notes.push_back("not a node of the attributor's workload");
-    for (const auto& n : rep.notes) notes.push_back(n);
-    out.coverage.reason = fmt::format("{}", fmt::join(notes, "; "));
-    out.symptoms = agg.drainAll();
-    for (auto& s : out.symptoms) s.source = out.source;
+    JobOutput out = output(host, "");
+    o.out_of_window += readLokiGroup(host, kernel, lines, lo, hi, o.source, ctx, engine, nodes, known, &out);
     o.outputs.push_back(std::move(out));
   }
   return o;
