@@ -246,20 +246,20 @@ void AggregatorService::startTimers() {
     const int64_t t0 = clock_.steadyNs();
     if (engine_->tick()) metrics_.observe("faultline_verdict_tick_seconds", double(clock_.steadyNs() - t0) / 1e9);
   });
-  // Pruning in small steps, each its own short transaction, re-posted so HTTP and ticks interleave.
-  auto prune_step = std::make_shared<std::function<void()>>();
-  *prune_step = [this, weak = std::weak_ptr<std::function<void()>>(prune_step)] {
-    if (!leadership_->leader()) return;
-    const int64_t now = clock_.nowNs();
-    const size_t n = store_->pruneStep(now - secs(config_.retention_days * 86400),
-                                       now - secs(config_.job_retention_days * 86400), 500);
-    metrics_.add("faultline_pruned_rows_total", "", "", n);
-    if (auto again = weak.lock(); again && n == 500) net::post(io_, *again);
-  };
-  every(prune_timer_, std::chrono::minutes(1), [prune_step] { (*prune_step)(); });
+  every(prune_timer_, std::chrono::minutes(1), [this] { pruneStep(); });
   uint64_t watchdog_usec = 0;
   if (sd_watchdog_enabled(0, &watchdog_usec) > 0)
     every(watchdog_timer_, std::chrono::milliseconds(watchdog_usec / 2000), [] { sd_notify(0, "WATCHDOG=1"); });
+}
+
+// Pruning in small steps, each its own short transaction, re-posted so HTTP and ticks interleave.
+void AggregatorService::pruneStep() {
+  if (!leadership_->leader()) return;
+  const int64_t now = clock_.nowNs();
+  const size_t n = store_->pruneStep(now - secs(config_.retention_days * 86400),
+                                     now - secs(config_.job_retention_days * 86400), 500);
+  metrics_.add("faultline_pruned_rows_total", "", "", n);
+  if (n == 500) net::post(io_, [this] { pruneStep(); });
 }
 
 void AggregatorService::startSacctPoller() {

@@ -62,6 +62,7 @@ class AggregatorService {
   bool startRelay();  // on gaining leadership
   void pollLeader();
   void startTimers();
+  void pruneStep();
   void startSacctPoller();
   void waitForHup();
   void waitForSignals();

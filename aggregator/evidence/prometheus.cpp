@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "aggregator/http/api.h"
 #include "aggregator/http/client.h"
 
 namespace faultline::aggregator {
@@ -23,15 +24,6 @@ std::string regexLiteral(const std::string& s) {
     if (std::string_view(".^$*+?()[]{}|\\-").find(c) != std::string_view::npos) out += "\\\\";
     if (c == '"') out += '\\';
     out += c;
-  }
-  return out;
-}
-
-std::string formEncode(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += fmt::format("%{:02X}", c);
   }
   return out;
 }
@@ -81,7 +73,7 @@ MetricEvidence queryMetricEvidence(const PrometheusOptions& o, const common::Rul
     common::CoverageEntry cov;
     cov.source = "prometheus " + o.url + " " + rule.metric;
     cov.format = "promql";
-    const std::string body = "query=" + formEncode(metricQuery(rule, job.nodes)) + "&start=" + seconds(from) +
+    const std::string body = "query=" + urlEncode(metricQuery(rule, job.nodes)) + "&start=" + seconds(from) +
                              "&end=" + seconds(to) + "&step=" + seconds(step);
     std::string error;
     auto res = httpCall(o.url, "POST", "/api/v1/query_range", body, o.bearer_token, o.timeout, &error, o.ca_file,
