@@ -75,6 +75,27 @@ bool lineNamesNode(const Symptom& s) {
   return false;
 }
 
+// The message itself names the node it is about (a rule's node template read it from the line:
+// Open MPI's "Local host:", a launcher's "on node X"), or a launcher's report placed it there.
+bool placedByLine(const Item& it) {
+  if (it.located) return true;
+  const std::string shortNode = it.s.node.substr(0, it.s.node.find('.'));
+  for (const auto& [key, value] : it.s.fields) {
+    if (key == "host" || key == "nccl_host" || value.empty()) continue;
+    const bool names_node = key == "node" || (key.size() > 5 && (key.ends_with("_node") || key.ends_with("_host")));
+    if (names_node && value.substr(0, value.find('.')) == shortNode) return true;
+  }
+  return false;
+}
+
+// A communication library's report: every member of the collective fails the same set-up or
+// transfer, whichever end's part or software is at fault.
+bool collectiveReport(const Symptom& s) {
+  static constexpr std::array<std::string_view, 12> kCategories{
+      "nccl", "nvswitch", "nvlink", "imex", "fabric_manager", "ucx", "efa", "roce", "infiniband", "hca", "mpi", "libfabric"};
+  return std::find(kCategories.begin(), kCategories.end(), s.category) != kCategories.end();
+}
+
 Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Scored& sc, const CorrelatorOptions& o) {
   Blame b;
   const Item& a = items[sc.anchor];
@@ -127,9 +148,24 @@ Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Sc
   return b;
 }
 
-Blame rootBlame(const std::vector<Item>& items, const Scored& sc, bool fallback) {
+Blame rootBlame(const JobInfo& job, const std::vector<Item>& items, const Scored& sc, bool fallback,
+                const CorrelatorOptions& o) {
   Blame b;
   const Symptom& a = items[sc.anchor].s;
+  // A communication library's report from the job's own output (an NCCL WARN, an MPI transport
+  // error) is the node's own only when the job's other nodes were read: the same report may stand
+  // in their missing logs, printed for a cause on either side. A kernel's, the journal's or Fabric
+  // Manager's record, a GPU's own hardware error, a report that names one of the node's parts (a
+  // port, a GPU) and a message that names the node it is about belong to that node.
+  if (a.source_kind == SourceKind::kApplication && a.sub_domain != SubDomain::kApplication &&
+      a.sub_domain != SubDomain::kHardware && a.device.empty() && collectiveReport(a) && !placedByLine(items[sc.anchor])) {
+    if (auto unread = unreadNodes(job, items, a.node, o); !unread.empty()) {
+      b.explanation = fmt::format("{} on {} is the earliest root symptom, but {} had no logs for the window and may "
+                                  "show the same, so the fault is not localized [phase: blame].",
+                                  nameOf(a), a.node.empty() ? "an unknown node" : a.node, fmt::join(unread, ", "));
+      return b;
+    }
+  }
   if (a.sub_domain == SubDomain::kApplication) {
     // The rank that failed first is responsible; others failing the same way followed it.
     if (!a.node.empty()) b.responsible.push_back({a.node, a.device, fallback ? 0.4 : 0.8});
@@ -205,9 +241,12 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
                                                                         : "a configuration or service all its nodes share",
                                 d.job_wide_relation);
   } else if (const Item& an = items[sc.anchor];
-             !an.elsewhere_relation.empty() && (an.elsewhere == RelationEffect::kService || job.nodes.size() > 1)) {
+             !an.elsewhere_relation.empty() &&
+             (an.elsewhere == RelationEffect::kService || job.nodes.size() != 1 || a.sub_domain != SubDomain::kApplication)) {
     // The reporting node only saw the outage, is one end of a path, or is the first to show a
-    // configuration or software its peers share; draining it fixes nothing.
+    // configuration or software its peers share; draining it fixes nothing. In a one-node job the
+    // far end of a path or the shared software still lies outside the node (a peer the posted logs
+    // do not show, a release every host runs); only the job's own application is the node's.
     const char* where = an.elsewhere == RelationEffect::kService
                             ? "a fault of a service outside the job's nodes, which only reported it"
                             : "a fault between nodes or of a configuration or software they share, and no node is "
@@ -216,7 +255,7 @@ Blame blame(const JobInfo& job, const std::vector<Item>& items, const Candidates
   } else if (c.fallback && a.sub_domain != SubDomain::kApplication) {
     b = fallbackBlame(job, items, sc, o);
   } else {
-    b = rootBlame(items, sc, c.fallback);
+    b = rootBlame(job, items, sc, c.fallback, o);
     noteInherited(b, job, items[sc.anchor]);
   }
   b.responsible.erase(std::remove_if(b.responsible.begin(), b.responsible.end(),

@@ -568,6 +568,7 @@ void locate(std::vector<Item>& items, const std::vector<Relation>& relations) {
       }
       if (nodes.size() != 1) continue;
       it.s.node.assign(*nodes.begin());
+      it.located = true;
       it.because = fmt::format("placed on {}, where {} says it failed {}", it.s.node, by, tag("causality", r.id));
       moved = true;
     }

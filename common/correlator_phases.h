@@ -50,6 +50,8 @@ struct Item {
   // How long before its stamp the condition began (the rule's detection delay): scoring orders
   // roots by onset = first_ns - delay_ns.
   int64_t delay_ns = 0;
+  // Placed on its node by what a line says (a `locates` relation's report of where it failed).
+  bool located = false;
 };
 
 // Total order: timed before untimed, then time, severity (higher first), node, rule.

@@ -112,6 +112,68 @@ TEST_CASE("one-sided evidence names its node only when the other nodes were read
   }
 }
 
+TEST_CASE("a communication library's root in the job's output names its node only when the other nodes were read",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  // NCCL's NVLS set-up failure is printed by every member of the collective, whichever node's
+  // Fabric Manager is at fault; Open MPI's port-error event names its own host and stays local.
+  const Rule* nvls = rules.find("nccl.nvls_bind_failed");
+  const Rule* port = rules.find("ompi.openib_port_error");
+  REQUIRE(nvls);
+  REQUIRE(port);
+  for (int n : {2, 4}) {
+    for (Cover cover : {Cover::kAll, Cover::kNone, Cover::kPartial}) {
+      CAPTURE(n, static_cast<int>(cover));
+      CorrelatorOptions o;
+      o.covered_nodes = coverage(cover, n);
+      const bool all_read = o.covered_nodes->size() == static_cast<size_t>(n);
+      Symptom a = fromRule(*nvls, "n2", 10);
+      a.source_kind = SourceKind::kApplication;
+      auto d = correlate(failedJob(n), {a}, &rules, o);
+      CHECK(d.sub_domain == nvls->sub_domain);
+      if (all_read) {
+        CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+      } else {
+        CHECK(nodesOf(d).empty());
+        CHECK(d.explanation.find("had no logs for the window") != std::string::npos);
+      }
+      // A device named by the report is the node's own part: named whatever the coverage.
+      a.device = "0000:18:00.0";
+      CHECK(nodesOf(correlate(failedJob(n), {a}, &rules, o)) == std::vector<std::string>{"n2"});
+      Symptom p = fromRule(*port, "n2", 10);
+      p.source_kind = SourceKind::kApplication;
+      p.fields["local_host"] = "n2";
+      CHECK(nodesOf(correlate(failedJob(n), {p}, &rules, o)) == std::vector<std::string>{"n2"});
+    }
+  }
+}
+
+TEST_CASE("a fault between nodes or in shared software names no node even in a one-node job, the job's own "
+          "application does",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  // mpich.hydra_topology_library_missing: a launcher built without its topology library, as every
+  // host runs it (a `between` relation); ompi.rank_sigkill_host_oom: the job's own memory need.
+  const Rule* shared = rules.find("mpich.hydra_topology_library_missing");
+  const Rule* own = rules.find("ompi.rank_sigkill_host_oom");
+  REQUIRE(shared);
+  REQUIRE(own);
+  for (int n : {1, 3}) {
+    CAPTURE(n);
+    CorrelatorOptions o;
+    o.covered_nodes = coverage(Cover::kAll, n);
+    auto d = correlate(failedJob(n), {fromRule(*shared, n == 1 ? "n1" : "n2", 10)}, &rules, o);
+    CHECK(d.sub_domain == shared->sub_domain);
+    CHECK(nodesOf(d).empty());
+  }
+  CorrelatorOptions o;
+  o.covered_nodes = coverage(Cover::kAll, 1);
+  Symptom k = fromRule(*own, "n1", 10);
+  auto d = correlate(failedJob(1), {k}, &rules, o);
+  CHECK(d.sub_domain == SubDomain::kApplication);
+  CHECK(nodesOf(d) == std::vector<std::string>{"n1"});
+}
+
 TEST_CASE("wrappers on one node name it only when the other nodes were read", "[correlator][localization]") {
   const RuleSet& rules = shipped();
   const Rule* r = rules.find("nccl.unhandled_cuda_error");  // a wrapper (rules/causality/wrappers.yaml)
