@@ -96,6 +96,15 @@ bool collectiveReport(const Symptom& s) {
   return std::find(kCategories.begin(), kCategories.end(), s.category) != kCategories.end();
 }
 
+// A transport's report of a transfer between nodes failing (an IB or RoCE queue pair, EFA, UCX, an
+// MPI transport; network, not a node's own limit): a job that prints one has a far end on another
+// node.
+bool interNodeReport(const Symptom& s) {
+  static constexpr std::array<std::string_view, 6> kCategories{"infiniband", "roce", "efa", "ucx", "mpi", "libfabric"};
+  return s.sub_domain == SubDomain::kNetwork &&
+         std::find(kCategories.begin(), kCategories.end(), s.category) != kCategories.end();
+}
+
 Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Scored& sc, const CorrelatorOptions& o) {
   Blame b;
   const Item& a = items[sc.anchor];
@@ -131,6 +140,11 @@ Blame fallbackBlame(const JobInfo& job, const std::vector<Item>& items, const Sc
     b.explanation = fmt::format("No root symptom was found; {} lies between {} and no end shows a fault of its own, "
                                 "so no node is named [causality: {}].",
                                 a.s.symptom, fmt::join(ends, " and "), items[*named].peer_relation);
+  } else if (one_node && !a.s.node.empty() && job.nodes.size() <= 1 && a.s.source_kind == SourceKind::kApplication &&
+             interNodeReport(a.s)) {
+    b.explanation = fmt::format("No root symptom was found; {} is a transfer between nodes failing, but only {}'s logs "
+                                "are known: the far end is not in them, so no node is named [phase: blame].",
+                                nameOf(a.s), a.s.node);
   } else if (one_node && !a.s.node.empty()) {
     if (auto unread = unreadNodes(job, items, a.s.node, o); !unread.empty()) {
       b.explanation = fmt::format("No root symptom was found; the evidence ({}) is only on {}, but {} had no logs for "

@@ -174,6 +174,28 @@ TEST_CASE("a fault between nodes or in shared software names no node even in a o
   CHECK(nodesOf(d) == std::vector<std::string>{"n1"});
 }
 
+TEST_CASE("a transfer between nodes failing names no node in a job whose other nodes are not known",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  // NCCL's queue-pair set-up failing over IB is a transfer to another node: a job listed with one
+  // node that prints it has a far end no log shows. UCX's memlock limit is the node's own setting.
+  const Rule* qp = rules.find("nccl.ib_modify_qp_failed");
+  const Rule* memlock = rules.find("ucx.memlock_limit");
+  REQUIRE(qp);
+  REQUIRE(memlock);
+  CorrelatorOptions o;
+  o.covered_nodes = coverage(Cover::kAll, 1);
+  Symptom a = fromRule(*qp, "n1", 10);
+  a.source_kind = SourceKind::kApplication;
+  auto d = correlate(failedJob(1), {a}, &rules, o);
+  CHECK(d.sub_domain == SubDomain::kNetwork);
+  CHECK(nodesOf(d).empty());
+  CHECK(d.explanation.find("far end is not in them") != std::string::npos);
+  Symptom m = fromRule(*memlock, "n1", 10);
+  m.source_kind = SourceKind::kApplication;
+  CHECK(nodesOf(correlate(failedJob(1), {m}, &rules, o)) == std::vector<std::string>{"n1"});
+}
+
 TEST_CASE("wrappers on one node name it only when the other nodes were read", "[correlator][localization]") {
   const RuleSet& rules = shipped();
   const Rule* r = rules.find("nccl.unhandled_cuda_error");  // a wrapper (rules/causality/wrappers.yaml)
