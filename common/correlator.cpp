@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string_view>
@@ -149,6 +150,26 @@ Symptom copyForCorrelation(const Symptom& s) {
   return out;
 }
 
+namespace {
+
+// A root that names no device (a PCIe root port's fatal AER report whose endpoint record was not
+// logged) takes the device that a report of the same incident names: a root of its domain on the
+// same node within the clock skew (the driver losing the GPU below that port).
+void deviceFromSameIncident(std::vector<phases::Item>& items, const phases::Scored& sc, const CorrelatorOptions& o) {
+  Symptom& a = items[sc.anchor].s;
+  if (!a.device.empty() || !a.time_known) return;
+  for (size_t i : sc.same) {
+    const Symptom& s = items[i].s;
+    if (s.node == a.node && !s.device.empty() && s.time_known && s.sub_domain == a.sub_domain &&
+        std::llabs(s.first_ns - a.first_ns) <= o.clock_skew_ns) {
+      a.device = s.device;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const RuleSet* rules,
                     const CorrelatorOptions& o) {
   static const std::vector<Relation> kNoRelations;
@@ -181,6 +202,7 @@ Diagnosis correlate(const JobInfo& job, std::vector<Symptom> symptoms, const Rul
     return d;
   }
   phases::markScored(items, cands, *scored);
+  deviceFromSameIncident(items, *scored, o);
   auto b = phases::blame(job, items, cands, *scored, decision, o);
   phases::applyHistory(b, o);
   d.responsible = std::move(b.responsible);

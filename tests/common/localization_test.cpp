@@ -409,3 +409,26 @@ TEST_CASE("one owner per event: consecutive jobs on a node do not share evidence
   CHECK(dc.explanation.find("inherited fault") != std::string::npos);
   for (const auto& e : dc.chain) CHECK(e.rule_id != "nccl.remote_error");
 }
+
+TEST_CASE("a root port's fatal report that names no device takes the GPU the same incident names on its node",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* aer = rules.find("kernel.pcie_aer_fatal");
+  const Rule* xid = rules.find("xid.79");
+  REQUIRE(aer);
+  REQUIRE(xid);
+  for (const char* xid_node : {"n1", "n2"}) {
+    CAPTURE(xid_node);
+    CorrelatorOptions o;
+    o.covered_nodes = coverage(Cover::kAll, 2);
+    Symptom port = fromRule(*aer, "n1", 10);
+    Symptom lost = fromRule(*xid, xid_node, 10);
+    lost.first_ns = lost.last_ns = port.first_ns + 100'000'000;  // the driver's Xid 0.1 s later
+    lost.device = "0000:02:00.0";
+    auto d = correlate(failedJob(2), {port, lost}, &rules, o);
+    REQUIRE(d.cause);
+    CHECK(d.cause->rule_id == "kernel.pcie_aer_fatal");
+    // Only the same node's report of the same incident lends its device.
+    CHECK(d.cause->device == (std::string(xid_node) == "n1" ? "0000:02:00.0" : ""));
+  }
+}
