@@ -95,8 +95,9 @@ std::map<std::string, int> priorities(const std::vector<Item>& items, const Rule
   return out;
 }
 
-// Only wrappers failed the job: the node is known when they are all on one (from its own logs,
-// or the job has one node), the domain is not.
+// Only wrappers failed the job: the domain is not known, and neither is a node to drain. When they
+// are all on one node (from its own logs, or the job has one node) the explanation says where, as
+// a place to look, not as a verdict: an unattributed verdict names no node.
 void blameWrappers(Diagnosis& d, const JobInfo& job, const std::vector<Item>& items, const phases::Candidates& c,
                    const RuleSet* rules, const CorrelatorOptions& o) {
   std::set<std::string> nodes;
@@ -105,10 +106,11 @@ void blameWrappers(Diagnosis& d, const JobInfo& job, const std::vector<Item>& it
   bool own_log = job.nodes.size() == 1 || first.source_kind != SourceKind::kApplication;
   if (nodes.size() == 1 && !nodes.begin()->empty() && own_log) {
     if (auto unread = phases::unreadNodes(job, items, *nodes.begin(), o); !unread.empty())
-      d.explanation += fmt::format(" The wrappers are only on {}, but {} had no logs for the window, so no node is named.",
-                                   *nodes.begin(), fmt::join(unread, ", "));
+      d.explanation += fmt::format(" The wrappers are only on {}, but {} had no logs for the window.", *nodes.begin(),
+                                   fmt::join(unread, ", "));
     else
-      d.responsible.push_back({*nodes.begin(), "", 0.3});
+      d.explanation += fmt::format(" The wrappers are all on {}: look there first; without a cause no node is named.",
+                                   *nodes.begin());
   }
   if (const Rule* r = rules ? rules->find(first.rule_id) : nullptr) d.recommended_action = r->action;
 }
