@@ -1,10 +1,13 @@
 #include "common/correlator_phases.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cctype>
+#include <map>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -158,6 +161,78 @@ std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
     it.background = true;
     it.because = "the node had fewer GPUs than its peers when the job started [phase: scope]";
     out.push_back(std::move(it));
+  }
+  return out;
+}
+
+// The releases the job's nodes announce (version banners and the errors that quote one), compared
+// across nodes: where most nodes agree, each node that runs another release gets a root of its own
+// (its version differs from the rest, ../shared/TAXONOMY.md); with no majority, one root names no
+// node. Kept as background: the cause only when nothing during the job is (a release difference
+// that does not break the job must not outrank a GPU lost mid-run).
+std::vector<Item> differingVersions(const JobInfo& job, const std::vector<Item>& items) {
+  struct Component {
+    const char* field;
+    const char* name;
+  };
+  static constexpr std::array<Component, 3> kComponents{{{"nccl_version", "NCCL"},
+                                                          {"cuda_driver_version", "CUDA driver API"},
+                                                          {"driver_version", "NVIDIA driver"}}};
+  const std::set<std::string> job_nodes(job.nodes.begin(), job.nodes.end());
+  std::vector<Item> out;
+  for (const Component& c : kComponents) {
+    std::map<std::string, std::string> version_of;  // node -> its first announced release
+    int64_t first_ns = 0;
+    for (const Item& it : items) {
+      const std::string& v = it.s.field(c.field);
+      if (v.empty() || it.s.node.empty() || !job_nodes.count(it.s.node)) continue;
+      version_of.emplace(it.s.node, v);
+      if (it.s.time_known && (first_ns == 0 || it.s.first_ns < first_ns)) first_ns = it.s.first_ns;
+    }
+    if (version_of.size() < 2) continue;
+    std::map<std::string, std::vector<std::string>> nodes_of;  // release -> nodes
+    for (const auto& [node, v] : version_of) nodes_of[v].push_back(node);
+    if (nodes_of.size() < 2) continue;
+    auto most = std::max_element(nodes_of.begin(), nodes_of.end(),
+                                 [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    const bool majority = most->second.size() >= 2 && most->second.size() * 2 > version_of.size();
+    auto make = [&](const std::string& node, const std::string& summary, const std::string& evidence) {
+      Item it;
+      Symptom& s = it.s;
+      s.rule_id = "nodes.version_differs";
+      s.symptom = "version_differs_between_nodes";
+      s.sub_domain = SubDomain::kSystemSoftware;
+      s.category = "versions";
+      s.severity = Severity::kError;
+      s.node = node;
+      s.source = "comparison";
+      s.source_kind = SourceKind::kJournal;
+      s.time_known = job.start_ns != 0 || first_ns != 0;
+      s.first_ns = s.last_ns = job.start_ns != 0 ? job.start_ns : first_ns;
+      s.summary = summary;
+      s.evidence = {evidence};
+      s.fields = {{"component", c.name},
+                  {"action", "Install one release of the component on every node of the job (the image, the "
+                             "module or the driver package the odd node differs in); drain the odd node until it "
+                             "matches."}};
+      it.eff = Role::kRoot;
+      it.background = true;
+      it.because = "the job's nodes announced different releases [phase: scope]";
+      out.push_back(std::move(it));
+    };
+    if (majority) {
+      for (const auto& [v, nodes] : nodes_of) {
+        if (v == most->first) continue;
+        for (const auto& n : nodes)
+          make(n, fmt::format("{} {} on {}; the job's other {} node(s) run {}", c.name, v, n, most->second.size(), most->first),
+               fmt::format("{} {} on {}, {} on {}", c.name, v, n, most->first, fmt::join(most->second, ", ")));
+      }
+    } else {
+      std::vector<std::string> parts;
+      for (const auto& [v, nodes] : nodes_of) parts.push_back(fmt::format("{} on {}", v, fmt::join(nodes, ", ")));
+      make("", fmt::format("the job's nodes run different {} releases: {}", c.name, fmt::join(parts, "; ")),
+           fmt::format("{}: {}", c.name, fmt::join(parts, "; ")));
+    }
   }
   return out;
 }
@@ -325,8 +400,10 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
   }
   // Synthetic roots come after the symptoms they tie with (as in one stable sort of both).
   auto missing = missingGpus(job, o);
-  if (!missing.empty()) {
+  auto differing = differingVersions(job, items);
+  if (!missing.empty() || !differing.empty()) {
     for (auto& it : missing) items.push_back(std::move(it));
+    for (auto& it : differing) items.push_back(std::move(it));
     std::stable_sort(items.begin(), items.end(), earlier);
   }
   return items;

@@ -436,3 +436,54 @@ TEST_CASE("a root port's fatal report that names no device takes the GPU the sam
     CHECK(d.cause->device == (std::string(xid_node) == "n1" ? "0000:02:00.0" : ""));
   }
 }
+
+TEST_CASE("a node whose announced release differs from the other nodes' is the cause only when nothing during the "
+          "job is",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* banner = rules.find("nccl.cuda_driver_version");
+  const Rule* wrapper = rules.find("nccl.system_error");
+  const Rule* xid = rules.find("xid.79");
+  REQUIRE(banner);
+  REQUIRE(wrapper);
+  REQUIRE(xid);
+  auto announce = [&](const std::string& node, const std::string& v) {
+    Symptom s = fromRule(*banner, node, 1);
+    s.source_kind = SourceKind::kApplication;
+    s.fields["cuda_driver_version"] = v;
+    return s;
+  };
+  CorrelatorOptions o;
+  o.covered_nodes = coverage(Cover::kAll, 3);
+  std::vector<Symptom> base{announce("n1", "12020"), announce("n2", "12020"), announce("n3", "12080")};
+  SECTION("the odd node, with only a wrapper beside it") {
+    auto symptoms = base;
+    Symptom w = fromRule(*wrapper, "n1", 30);
+    w.source_kind = SourceKind::kApplication;
+    symptoms.push_back(w);
+    auto d = correlate(failedJob(3), symptoms, &rules, o);
+    CHECK(d.sub_domain == SubDomain::kSystemSoftware);
+    REQUIRE(d.cause);
+    CHECK(d.cause->rule_id == "nodes.version_differs");
+    CHECK(nodesOf(d) == std::vector<std::string>{"n3"});
+  }
+  SECTION("no majority: the difference names no node") {
+    std::vector<Symptom> symptoms{announce("n1", "12020"), announce("n2", "12080")};
+    auto d = correlate(failedJob(2), symptoms, &rules, o);
+    REQUIRE(d.cause);
+    CHECK(d.cause->rule_id == "nodes.version_differs");
+    CHECK(nodesOf(d).empty());
+  }
+  SECTION("a GPU lost during the job outranks it") {
+    auto symptoms = base;
+    symptoms.push_back(fromRule(*xid, "n2", 40));
+    auto d = correlate(failedJob(3), symptoms, &rules, o);
+    CHECK(d.sub_domain == SubDomain::kHardware);
+    CHECK(nodesOf(d) == std::vector<std::string>{"n2"});
+  }
+  SECTION("the same release everywhere is no cause") {
+    std::vector<Symptom> symptoms{announce("n1", "12020"), announce("n2", "12020"), announce("n3", "12020")};
+    auto d = correlate(failedJob(3), symptoms, &rules, o);
+    CHECK(!d.cause);
+  }
+}
