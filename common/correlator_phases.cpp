@@ -237,6 +237,53 @@ std::vector<Item> differingVersions(const JobInfo& job, const std::vector<Item>&
   return out;
 }
 
+// Ranks that announce their place in the job's world ("MEMBER: 3/8"): when fewer distinct members
+// announced themselves than the world holds, the world never formed (ranks never started, or a
+// node's processes never came up). A cascade, not a cause: it decides no domain, and it tells a
+// job that ran into its time limit hung from one that ran healthily.
+std::vector<Item> missingMembers(const JobInfo& job, const std::vector<Item>& items) {
+  std::map<std::string, std::pair<std::set<std::string>, std::string>> worlds;  // rule -> members, size
+  const Item* last = nullptr;
+  for (const Item& it : items) {
+    const std::string& member = it.s.field("member");
+    const std::string& size = it.s.field("world_size");
+    if (member.empty() || size.empty()) continue;
+    auto& w = worlds[it.s.rule_id];
+    if (!w.second.empty() && w.second != size) w.second = "mixed";
+    else w.second = size;
+    w.first.insert(member);
+    if (!last || (it.s.time_known && (!last->s.time_known || it.s.first_ns > last->s.first_ns))) last = &it;
+  }
+  std::vector<Item> out;
+  for (const auto& [rule, w] : worlds) {
+    int size = 0;
+    auto [p, ec] = std::from_chars(w.second.data(), w.second.data() + w.second.size(), size);
+    if (ec != std::errc() || size <= 0 || static_cast<size_t>(size) <= w.first.size()) continue;
+    Item it;
+    Symptom& s = it.s;
+    s.rule_id = "world.members_missing";
+    s.symptom = "ranks_missing_from_world";
+    s.sub_domain = SubDomain::kNone;
+    s.category = "launcher";
+    s.severity = Severity::kWarning;
+    s.source = "comparison";
+    s.source_kind = SourceKind::kApplication;
+    s.time_known = last && last->s.time_known;
+    s.first_ns = s.last_ns = s.time_known ? last->s.first_ns : 0;
+    if (!s.time_known && job.start_ns != 0) {
+      s.time_known = true;
+      s.first_ns = s.last_ns = job.start_ns;
+    }
+    s.summary = fmt::format("{} of {} ranks announced themselves; the job's world never formed", w.first.size(), size);
+    s.evidence = {fmt::format("{}: members {} of {}", rule, fmt::join(w.first, ", "), size)};
+    s.fields = {{"announced", std::to_string(w.first.size())}, {"world_size", std::to_string(size)}};
+    it.eff = Role::kCascade;
+    it.because = "fewer ranks announced themselves than the world holds [phase: scope]";
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -401,9 +448,11 @@ std::vector<Item> scope(const JobInfo& job, std::vector<Symptom> symptoms, const
   // Synthetic roots come after the symptoms they tie with (as in one stable sort of both).
   auto missing = missingGpus(job, o);
   auto differing = differingVersions(job, items);
-  if (!missing.empty() || !differing.empty()) {
+  auto absent = missingMembers(job, items);
+  if (!missing.empty() || !differing.empty() || !absent.empty()) {
     for (auto& it : missing) items.push_back(std::move(it));
     for (auto& it : differing) items.push_back(std::move(it));
+    for (auto& it : absent) items.push_back(std::move(it));
     std::stable_sort(items.begin(), items.end(), earlier);
   }
   return items;
@@ -804,12 +853,14 @@ Decision withoutCause(const std::string& ts, const JobInfo& job, const std::vect
     // Collective timeouts before the limit mean a hang; what follows the kill at the limit
     // (workers dying with -9, connections closing) is teardown.
     const int64_t kill_ns = job.end_ns ? job.end_ns - o.clock_skew_ns : INT64_MAX;
-    bool hang = std::any_of(items.begin(), items.end(), [&](const Item& it) {
+    auto sign = std::find_if(items.begin(), items.end(), [&](const Item& it) {
       return it.eff == Role::kCascade && (!it.s.time_known || it.s.first_ns < kill_ns);
     });
+    const bool hang = sign != items.end();
     d.outcome = hang ? Outcome::kUnattributed : Outcome::kNone;
     d.sub_domain = hang ? SubDomain::kUnattributed : SubDomain::kNone;
-    d.explanation = hang ? "The job hit its time limit after collective timeouts, but no root cause was found."
+    d.explanation = hang ? fmt::format("The job hit its time limit after signs of a hang ({}), but no root cause was found.",
+                                       sign->s.summary.empty() ? sign->s.symptom : sign->s.summary)
                          : "The job ran until its time limit without any fault evidence.";
   } else if (ts == "node_fail") {
     d.outcome = Outcome::kAttributed;

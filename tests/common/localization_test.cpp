@@ -487,3 +487,35 @@ TEST_CASE("a node whose announced release differs from the other nodes' is the c
     CHECK(!d.cause);
   }
 }
+
+TEST_CASE("a world whose members did not all announce themselves is a hang at the time limit, not a healthy run",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* member = rules.find("lightning.distributed_member");
+  REQUIRE(member);
+  auto announce = [&](int rank, int world) {
+    Symptom s = fromRule(*member, "n1", 5 + rank);
+    s.source_kind = SourceKind::kApplication;
+    s.fields["global_rank"] = std::to_string(rank);
+    s.fields["member"] = std::to_string(rank + 1);
+    s.fields["world_size"] = std::to_string(world);
+    return s;
+  };
+  JobInfo job = failedJob(2);
+  job.state = "TIMEOUT";
+  CorrelatorOptions o;
+  o.covered_nodes = coverage(Cover::kAll, 2);
+  std::vector<Symptom> half, whole;
+  for (int r = 0; r < 4; ++r) half.push_back(announce(r, 8));
+  for (int r = 0; r < 8; ++r) whole.push_back(announce(r, 8));
+  auto hung = correlate(job, half, &rules, o);
+  CHECK(hung.sub_domain == SubDomain::kUnattributed);
+  CHECK(hung.responsible.empty());
+  CHECK(hung.explanation.find("4 of 8 ranks announced themselves") != std::string::npos);
+  auto healthy = correlate(job, whole, &rules, o);
+  CHECK(healthy.sub_domain == SubDomain::kNone);
+  // A failed job with only the missing members decides nothing either.
+  auto failed = correlate(failedJob(2), half, &rules, o);
+  CHECK(failed.sub_domain == SubDomain::kUnattributed);
+  CHECK(!failed.cause);
+}
