@@ -6,6 +6,8 @@
 // edges) over random texts, and through the engine (a span it leaves to RE2).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <re2/re2.h>
 
 #include <string>
@@ -56,13 +58,16 @@ void compareOn(const RE2& re, const SpanCapture& sc, std::string_view text, Tall
     CHECK_FALSE(found);
     return;
   }
-  ++tally->compared;
+  // Bytes above 0x7f are RE2's to decide (SpanCapture may leave them undecided); whatever it does
+  // decide must still be RE2's answer.
+  const bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  if (ascii) ++tally->compared;
   if (found) {
-    ++tally->searched;
+    if (ascii) ++tally->searched;
     CHECK(got == *want);
   }
   if (!sc.capture(text, static_cast<size_t>((*want)[0]), static_cast<size_t>((*want)[1]), got.data())) return;
-  ++tally->decided;
+  if (ascii) ++tally->decided;
   CHECK(got == *want);
 }
 
@@ -105,7 +110,7 @@ TEST_CASE("span capture: RE2's groups on every shipped rule's examples and mutat
   // The subset covers the shipped rules (the fabric manager rule has a non-ASCII apostrophe).
   CHECK(compiled + 2 > rules);
   CHECK(tally.compared > 5000);
-  CHECK(tally.decided == tally.compared);  // all ASCII, none near the step budget
+  CHECK(tally.decided == tally.compared);  // every ASCII text, none near the step budget
   CHECK(tally.searched == tally.compared);
 }
 
