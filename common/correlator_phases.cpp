@@ -950,8 +950,16 @@ Decision decide(const JobInfo& job, const std::vector<Item>& items, const Candid
     return !c.wrappers.empty() && !stopped && ts != "node_fail" ? wrappersOnly(items, c) : withoutCause(ts, job, items, o);
   }
   // A job stopped from outside with cascade-type evidence only: that evidence is as likely the
-  // stop's echo or a hang's symptom as a cause.
-  if ((ts == "cancelled" || ts == "timeout") && c.fallback) return withoutCause(ts, job, items, o);
+  // stop's echo or a hang's symptom as a cause. Except a connection that could not be made (rule
+  // field stage: connect) before a job ran into its time limit: a job that never connected hangs
+  // until the limit, and the refused or unanswered connect is where that began.
+  if ((ts == "cancelled" || ts == "timeout") && c.fallback) {
+    const Symptom& f = items[sc->anchor].s;
+    const int64_t kill_ns = job.end_ns ? job.end_ns - o.clock_skew_ns : INT64_MAX;
+    const bool connect_before_limit =
+        ts == "timeout" && f.field("stage") == "connect" && (!f.time_known || f.first_ns < kill_ns);
+    if (!connect_before_limit) return withoutCause(ts, job, items, o);
+  }
   const Symptom& a = items[sc->anchor].s;
   Decision d;
   if (!sc->competitors.empty()) {

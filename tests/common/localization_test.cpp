@@ -519,3 +519,34 @@ TEST_CASE("a world whose members did not all announce themselves is a hang at th
   CHECK(failed.sub_domain == SubDomain::kUnattributed);
   CHECK(!failed.cause);
 }
+
+TEST_CASE("a connection never made before the time limit is where a hang began; a reset is only its echo",
+          "[correlator][localization]") {
+  const RuleSet& rules = shipped();
+  const Rule* refused = rules.find("errno.connection_refused");
+  const Rule* reset = rules.find("errno.connection_reset");
+  REQUIRE(refused);
+  REQUIRE(reset);
+  JobInfo job = failedJob(2);
+  job.state = "TIMEOUT";
+  CorrelatorOptions o;
+  o.covered_nodes = coverage(Cover::kAll, 2);
+  auto made = [&](const Rule& r, int64_t t) {
+    Symptom s = fromRule(r, "n1", t);
+    s.source_kind = SourceKind::kApplication;
+    return s;
+  };
+  auto early = correlate(job, {made(*refused, 20)}, &rules, o);
+  CHECK(early.sub_domain == SubDomain::kNetwork);
+  REQUIRE(early.cause);
+  CHECK(early.cause->rule_id == "errno.connection_refused");
+  // At the kill (the limit) it is the stop's echo.
+  auto at_kill = correlate(job, {made(*refused, 3600)}, &rules, o);
+  CHECK(at_kill.sub_domain == SubDomain::kNone);
+  auto echo = correlate(job, {made(*reset, 20)}, &rules, o);
+  CHECK(echo.sub_domain == SubDomain::kUnattributed);
+  // A cancelled job's refused connect stays undecided.
+  JobInfo cancelled = failedJob(2);
+  cancelled.state = "CANCELLED";
+  CHECK(correlate(cancelled, {made(*refused, 20)}, &rules, o).sub_domain == SubDomain::kNone);
+}
