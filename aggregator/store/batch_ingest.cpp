@@ -1,4 +1,4 @@
-// Store::ingestBatches: the grouped writer's set-based half. A run of batches from one pass of
+// SymptomStore::ingestBatches: the grouped writer's set-based half. A run of batches from one pass of
 // the ingest loop is written with a handful of multi-row statements — one per table and chunk —
 // instead of about a dozen statements per batch. On SQLite that saves the per-statement work; on
 // PostgreSQL it saves a round trip per statement, which is what bounded a replica's ingest rate.
@@ -15,7 +15,10 @@
 #include <tuple>
 
 #include "aggregator/store/db.h"
-#include "aggregator/store/store.h"
+#include "aggregator/store/node_store.h"
+#include "aggregator/store/symptom_codec.h"
+#include "aggregator/store/symptom_store.h"
+#include "aggregator/store/template_store.h"
 #include "aggregator/store/store_internal.h"
 #include "common/correlator.h"
 
@@ -110,11 +113,11 @@ using BatchKey = std::tuple<std::string, std::string, uint64_t>;  // agent, boot
 
 }  // namespace
 
-Store::Payloads Store::payloadsFor(const common::SymptomBatchData& batch) {
+SymptomStore::Payloads SymptomStore::payloadsFor(const common::SymptomBatchData& batch) {
   Payloads p;
   p.texts.reserve(batch.symptoms.size());
   try {
-    for (const auto& s : batch.symptoms) p.texts.push_back(symptomJsonText(s));
+    for (const auto& s : batch.symptoms) p.texts.push_back(encodeSymptomPayload(s, batch.header.boot_id));
   } catch (const std::exception& e) {
     p.texts.clear();
     p.error = std::string("bad symptom text: ") + e.what();
@@ -122,7 +125,7 @@ Store::Payloads Store::payloadsFor(const common::SymptomBatchData& batch) {
   return p;
 }
 
-std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& in) {
+std::vector<IngestResult> SymptomStore::ingestBatches(const std::vector<IngestInput>& in) {
   std::vector<IngestResult> out(in.size());
   const int64_t now = clock_.nowNs();
 
@@ -156,14 +159,14 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   Lock lock(*this);
   std::optional<sql::Transaction> tx;
   auto failAll = [&](std::string reason) {
-    if (in_group_) group_failed_ = true;
+    if (core_.in_group) core_.group_failed = true;
     for (const auto& t : todo) out[t.i] = rejectedResult("store: " + reason);
     return out;
   };
-  if (!in_group_) {
+  if (!core_.in_group) {
     tx.emplace(*db_);
     if (!tx->began() || !holdSymptomWrites()) return failAll(db_->errmsg());
-  } else if (group_failed_) {
+  } else if (core_.group_failed) {
     return failAll("group failed");
   }
 
@@ -311,9 +314,9 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
     a->second.symptoms += int64_t(b.symptoms.size());
 
     auto& boot = node_boot[h.hostname];
-    if (!boot) addNodeEventLocked({h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
+    if (!boot) insertNodeEvent(*db_, {h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
     else if (!h.boot_id.empty() && !boot->empty() && *boot != h.boot_id)
-      addNodeEventLocked({h.hostname, now, "boot", "boot " + *boot + " -> " + h.boot_id, ""});
+      insertNodeEvent(*db_, {h.hostname, now, "boot", "boot " + *boot + " -> " + h.boot_id, ""});
     if (!boot || !h.boot_id.empty()) boot = h.boot_id;
     auto& n = node_rows[h.hostname];
     n.agent_id = h.agent_id;
@@ -371,14 +374,14 @@ std::vector<IngestResult> Store::ingestBatches(const std::vector<IngestInput>& i
   for (const Todo* t : stored) stored_batches.push_back(in[t->i].batch);
   if (!ok || !insertUnmatchedTemplates(*db_, stored_batches, now)) return failAll(db_->errmsg());
   // Cached once committed (endGroup's commit inside a group): a rolled-back id may come again.
-  const bool cache = cache_.maxBytes() > 0;
+  const bool cache = core_.cache.maxBytes() > 0;
   if (tx) {
     std::string err;
     if (!tx->commit(&err)) return failAll(err);
     if (cache)
-      for (size_t r = 0; r < rows.size(); ++r) cache_.put(ids[r], common::copyForCorrelation(*rows[r].s));
+      for (size_t r = 0; r < rows.size(); ++r) core_.cache.put(ids[r], common::copyForCorrelation(*rows[r].s));
   } else if (cache) {
-    for (size_t r = 0; r < rows.size(); ++r) cache_pending_.emplace_back(ids[r], common::copyForCorrelation(*rows[r].s));
+    for (size_t r = 0; r < rows.size(); ++r) core_.cache_pending.emplace_back(ids[r], common::copyForCorrelation(*rows[r].s));
   }
   for (const Todo* t : stored) {
     out[t->i].status = IngestResult::Status::kStored;
