@@ -265,9 +265,7 @@ class BatchRun {
       a->second.symptoms += int64_t(b.symptoms.size());
 
       auto& boot = node_boot[h.hostname];
-      if (!boot) insertNodeEvent(db_, {h.hostname, now_, "agent_seen", "agent " + h.agent_id, ""});
-      else if (!h.boot_id.empty() && !boot->empty() && *boot != h.boot_id)
-        insertNodeEvent(db_, {h.hostname, now_, "boot", "boot " + *boot + " -> " + h.boot_id, ""});
+      noteAgentOrBoot(db_, h.hostname, h.agent_id, h.boot_id, boot, now_);
       if (!boot || !h.boot_id.empty()) boot = h.boot_id;
       auto& n = node_rows_[h.hostname];
       n.agent_id = h.agent_id;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "aggregator/store/db.h"
 #include "aggregator/store/store_internal.h"
 
@@ -15,6 +17,26 @@ void insertNodeEvent(sql::Db& db, const NodeEvent& e) {
   // Kept: a fleet's agents all come up at once after an outage, each with an event.
   Stmt s(db, "INSERT INTO node_events(node, time_ns, kind, detail, job_id) VALUES(?,?,?,?,?)");
   s.bind(1, e.node).bind(2, e.time_ns).bind(3, e.kind).bind(4, e.detail).bind(5, e.job_id).step();
+}
+
+bool hostnameBoundElsewhere(sql::Db& db, const std::string& hostname, const std::string& agent_id) {
+  Stmt owner(db.get(), "SELECT agent_id FROM agents WHERE hostname = ?");
+  owner.bind(1, hostname);
+  return owner.step() == sql::kRow && owner.text(0) != agent_id;
+}
+
+std::optional<std::string> storedBootId(sql::Db& db, const std::string& hostname) {
+  Stmt prev(db.get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
+  prev.bind(1, hostname);
+  if (prev.step() != sql::kRow) return std::nullopt;
+  return prev.text(0);
+}
+
+void noteAgentOrBoot(sql::Db& db, const std::string& hostname, const std::string& agent_id, const std::string& boot_id,
+                     const std::optional<std::string>& stored_boot, int64_t now) {
+  if (!stored_boot) insertNodeEvent(db, {hostname, now, "agent_seen", "agent " + agent_id, ""});
+  else if (!boot_id.empty() && !stored_boot->empty() && *stored_boot != boot_id)
+    insertNodeEvent(db, {hostname, now, "boot", "boot " + *stored_boot + " -> " + boot_id, ""});
 }
 
 bool NodeStore::addNodeEvent(const NodeEvent& e) {
@@ -42,18 +64,7 @@ bool recordSender(sql::Db& db, const common::SymptomBatchData& batch, int64_t no
     if (a.step() != sql::kDone) return false;
   }
   {
-    bool known = false;
-    std::string old_boot;
-    {
-      std::optional<Stmt> st;
-      auto& prev = prepare(st, "SELECT boot_id FROM nodes WHERE hostname = ?");
-      prev.bind(1, h.hostname);
-      known = prev.step() == sql::kRow;
-      if (known) old_boot = prev.text(0);
-    }
-    if (!known) insertNodeEvent(db, {h.hostname, now, "agent_seen", "agent " + h.agent_id, ""});
-    else if (!h.boot_id.empty() && !old_boot.empty() && old_boot != h.boot_id)
-      insertNodeEvent(db, {h.hostname, now, "boot", "boot " + old_boot + " -> " + h.boot_id, ""});
+    noteAgentOrBoot(db, h.hostname, h.agent_id, h.boot_id, storedBootId(db, h.hostname), now);
     std::optional<Stmt> st;
     auto& n = prepare(st,
                       "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, symptoms) "
@@ -74,6 +85,58 @@ bool recordSender(sql::Db& db, const common::SymptomBatchData& batch, int64_t no
   return true;
 }
 
+namespace {
+
+// The agent's row as a heartbeat leaves it: liveness, versions, spool state; how far it has
+// reported only grows.
+bool upsertHeartbeatAgent(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
+  Stmt a(db.get(),
+         "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
+         "last_heartbeat_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, next_sequence) "
+         "VALUES(?1,?2,?3,?4,?5,?6,?6,?6,?7,?8,?9,?10,?11,?12) ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, "
+         "agent_version=?4, ruleset_version=?5, last_seen_ns=?6, last_heartbeat_ns=?6, reported_ns=CASE WHEN "
+         "agents.reported_ns > ?7 THEN agents.reported_ns ELSE ?7 END, "
+         "started_ns=?8, spool_batches=?9, spool_bytes=?10, dropped_symptoms=?11, next_sequence=?12");
+  a.bind(1, hb.agent_id).bind(2, hb.hostname).bind(3, hb.boot_id).bind(4, hb.agent_version);
+  a.bind(5, hb.ruleset_version).bind(6, now).bind(7, hb.created_ns).bind(8, hb.started_ns);
+  a.bind(9, hb.spool_batches).bind(10, hb.spool_bytes).bind(11, hb.dropped_symptoms).bind(12, hb.next_sequence);
+  return a.step() == sql::kDone;
+}
+
+// The node's row (with an event for a new node or a reboot). The node has reported everything up
+// to created_ns only if nothing is left in its spool.
+bool upsertHeartbeatNode(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
+  noteAgentOrBoot(db, hb.hostname, hb.agent_id, hb.boot_id, storedBootId(db, hb.hostname), now);
+  Stmt n(db.get(),
+         "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, "
+         "spool_batches) VALUES(?1,?2,?3,?4,?4,?4,?5,?6) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
+         "boot_id=CASE WHEN ?3 = '' THEN nodes.boot_id ELSE ?3 END, last_seen_ns=?4, last_heartbeat_ns=?4, "
+         "reported_ns=CASE WHEN ?6 = 0 AND ?5 > nodes.reported_ns THEN ?5 ELSE nodes.reported_ns END, spool_batches=?6");
+  n.bind(1, hb.hostname).bind(2, hb.agent_id).bind(3, hb.boot_id).bind(4, now).bind(5, hb.created_ns);
+  n.bind(6, hb.spool_batches);
+  return n.step() == sql::kDone;
+}
+
+// Each source's status, with an event when it changed (a new source that is ok is no news).
+void recordSourceStatus(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
+  for (const auto& src : hb.sources) {
+    Stmt old(db.get(), "SELECT status FROM source_status WHERE node = ? AND source = ?");
+    old.bind(1, hb.hostname).bind(2, src.source);
+    std::string old_status = old.step() == sql::kRow ? old.text(0) : "";
+    if (old_status != src.status && !(old_status.empty() && src.status == "ok"))
+      insertNodeEvent(db, {hb.hostname, now, "source",
+                           src.source + ": " + src.status + (src.reason.empty() ? "" : " (" + src.reason + ")"), ""});
+    Stmt s(db.get(),
+           "INSERT INTO source_status(node, source, format, status, reason, records, skipped, lost, updated_ns) "
+           "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
+           "reason=?5, records=?6, skipped=?7, lost=?8, updated_ns=?9");
+    s.bind(1, hb.hostname).bind(2, src.source).bind(3, src.format).bind(4, src.status).bind(5, src.reason);
+    s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now).step();
+  }
+}
+
+}  // namespace
+
 bool NodeStore::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason) {
   if (hb.agent_id.empty() || hb.hostname.empty()) {
     *reason = "missing agent id or hostname";
@@ -86,73 +149,21 @@ bool NodeStore::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authen
   const int64_t now = clock_.nowNs();
   Lock lock(*this);
   sql::Transaction tx(*db_);
-  if (!tx.began()) {
-    *reason = "store: " + db_->errmsg();
+  auto storeError = [&](std::string why) {
+    *reason = "store: " + why;
+    return false;
+  };
+  if (!tx.began()) return storeError(db_->errmsg());
+  if (hostnameBoundElsewhere(*db_, hb.hostname, hb.agent_id)) {
+    *reason = "hostname bound to another agent";
     return false;
   }
-  {
-    Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
-    owner.bind(1, hb.hostname);
-    if (owner.step() == sql::kRow && owner.text(0) != hb.agent_id) {
-      *reason = "hostname bound to another agent";
-      return false;
-    }
-  }
-  Stmt a(db_->get(),
-         "INSERT INTO agents(agent_id, hostname, boot_id, agent_version, ruleset_version, first_seen_ns, last_seen_ns, "
-         "last_heartbeat_ns, reported_ns, started_ns, spool_batches, spool_bytes, dropped_symptoms, next_sequence) "
-         "VALUES(?1,?2,?3,?4,?5,?6,?6,?6,?7,?8,?9,?10,?11,?12) ON CONFLICT(agent_id) DO UPDATE SET boot_id=?3, "
-         "agent_version=?4, ruleset_version=?5, last_seen_ns=?6, last_heartbeat_ns=?6, reported_ns=CASE WHEN agents.reported_ns > ?7 THEN agents.reported_ns ELSE ?7 END, "
-         "started_ns=?8, spool_batches=?9, spool_bytes=?10, dropped_symptoms=?11, next_sequence=?12");
-  a.bind(1, hb.agent_id).bind(2, hb.hostname).bind(3, hb.boot_id).bind(4, hb.agent_version);
-  a.bind(5, hb.ruleset_version).bind(6, now).bind(7, hb.created_ns).bind(8, hb.started_ns);
-  a.bind(9, hb.spool_batches).bind(10, hb.spool_bytes).bind(11, hb.dropped_symptoms).bind(12, hb.next_sequence);
-  if (a.step() != sql::kDone) {
-    *reason = "store: " + db_->errmsg();
-    return false;
-  }
-  Stmt prev(db_->get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
-  prev.bind(1, hb.hostname);
-  bool known = prev.step() == sql::kRow;
-  std::string old_boot = known ? prev.text(0) : "";
-  if (!known) insertNodeEvent(*db_, {hb.hostname, now, "agent_seen", "agent " + hb.agent_id, ""});
-  else if (!hb.boot_id.empty() && !old_boot.empty() && old_boot != hb.boot_id)
-    insertNodeEvent(*db_, {hb.hostname, now, "boot", "boot " + old_boot + " -> " + hb.boot_id, ""});
-  // The node has reported everything up to created_ns only if nothing is left in its spool.
-  Stmt n(db_->get(),
-         "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, "
-         "spool_batches) VALUES(?1,?2,?3,?4,?4,?4,?5,?6) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
-         "boot_id=CASE WHEN ?3 = '' THEN nodes.boot_id ELSE ?3 END, last_seen_ns=?4, last_heartbeat_ns=?4, "
-         "reported_ns=CASE WHEN ?6 = 0 AND ?5 > nodes.reported_ns THEN ?5 ELSE nodes.reported_ns END, spool_batches=?6");
-  n.bind(1, hb.hostname).bind(2, hb.agent_id).bind(3, hb.boot_id).bind(4, now).bind(5, hb.created_ns);
-  n.bind(6, hb.spool_batches);
-  if (n.step() != sql::kDone) {
-    *reason = "store: " + db_->errmsg();
-    return false;
-  }
-  for (const auto& src : hb.sources) {
-    Stmt old(db_->get(), "SELECT status FROM source_status WHERE node = ? AND source = ?");
-    old.bind(1, hb.hostname).bind(2, src.source);
-    std::string old_status = old.step() == sql::kRow ? old.text(0) : "";
-    if (old_status != src.status && !(old_status.empty() && src.status == "ok"))
-      insertNodeEvent(*db_, {hb.hostname, now, "source",
-                          src.source + ": " + src.status + (src.reason.empty() ? "" : " (" + src.reason + ")"), ""});
-    Stmt s(db_->get(),
-           "INSERT INTO source_status(node, source, format, status, reason, records, skipped, lost, updated_ns) "
-           "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
-           "reason=?5, records=?6, skipped=?7, lost=?8, updated_ns=?9");
-    s.bind(1, hb.hostname).bind(2, src.source).bind(3, src.format).bind(4, src.status).bind(5, src.reason);
-    s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now).step();
-  }
-  if (hb.inventory && !putInventoryLocked(hb.hostname, hb.agent_id, *hb.inventory, now)) {
-    *reason = "store: " + db_->errmsg();
-    return false;
-  }
+  if (!upsertHeartbeatAgent(*db_, hb, now) || !upsertHeartbeatNode(*db_, hb, now)) return storeError(db_->errmsg());
+  recordSourceStatus(*db_, hb, now);
+  if (hb.inventory && !putInventoryLocked(hb.hostname, hb.agent_id, *hb.inventory, now))
+    return storeError(db_->errmsg());
   std::string err;
-  if (!tx.commit(&err)) {
-    *reason = "store: " + err;
-    return false;
-  }
+  if (!tx.commit(&err)) return storeError(err);
   return true;
 }
 

@@ -62,5 +62,13 @@ void insertNodeEvent(sql::Db& db, const NodeEvent& e);
 // the same rows for a whole run): the agent's and node's rows (counts, last seen, boot), a node
 // event for a new node or a reboot, the node's source coverage. false: a write failed.
 bool recordSender(sql::Db& db, const common::SymptomBatchData& batch, int64_t now);
+// Whether `hostname` is bound to an agent other than `agent_id` (a node has one agent).
+bool hostnameBoundElsewhere(sql::Db& db, const std::string& hostname, const std::string& agent_id);
+// The node's stored boot id; nullopt when it has no row yet.
+std::optional<std::string> storedBootId(sql::Db& db, const std::string& hostname);
+// The node event a batch or heartbeat raises: its agent seen for the first time (no stored row),
+// or a reboot (a boot id other than the stored one; an empty one says nothing).
+void noteAgentOrBoot(sql::Db& db, const std::string& hostname, const std::string& agent_id, const std::string& boot_id,
+                     const std::optional<std::string>& stored_boot, int64_t now);
 
 }  // namespace faultline::aggregator

@@ -28,11 +28,7 @@ IngestResult SymptomStore::ingestBatch(const common::SymptomBatchData& batch, st
   Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began() || !holdSymptomWrites()) return reject("store: " + db_->errmsg());
-  {
-    Stmt owner(db_->get(), "SELECT agent_id FROM agents WHERE hostname = ?");
-    owner.bind(1, h.hostname);
-    if (owner.step() == sql::kRow && owner.text(0) != h.agent_id) return reject("hostname bound to another agent");
-  }
+  if (hostnameBoundElsewhere(*db_, h.hostname, h.agent_id)) return reject("hostname bound to another agent");
   {
     Stmt key(db_->get(),
              "INSERT INTO batches(agent_id, boot_id, sequence, received_ns, symptoms) VALUES(?,?,?,?,?) "
