@@ -74,7 +74,11 @@ std::vector<std::string> JobStore::relayedJobIds(const std::string& local_id, si
   return out;
 }
 
-std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error) {
+namespace {
+
+// The update's nodes (its list, else its hostlist expanded); nullopt + *error when the update is
+// not one to store (a bad id, node list or time).
+std::optional<std::vector<std::string>> checkedNodes(const JobUpdate& u, std::string* error) {
   if (!validJobId(u.job_id)) {
     *error = "bad job id '" + u.job_id + "'";
     return std::nullopt;
@@ -93,22 +97,18 @@ std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error
     *error = "negative time";
     return std::nullopt;
   }
-  const int64_t now = clock_.nowNs();
-  Lock lock(*this);
-  sql::Transaction tx(*db_);
-  if (!tx.began()) {
-    *error = "store: " + db_->errmsg();
-    return std::nullopt;
-  }
-  JobRow row;
-  if (auto old = jobLocked(u.job_id)) row = std::move(*old);
+  return nodes;
+}
+
+// The update merged into the stored row (fields left empty keep theirs); false + *error when the
+// result ends before it starts.
+bool mergeJobUpdate(JobRow& row, const JobUpdate& u, const std::vector<std::string>& nodes, int64_t now,
+                    std::string* error) {
   row.info.job_id = u.job_id;
-  if (!u.state.empty()) {
-    // A late "start" (RUNNING) never reopens a job that has ended.
-    if (!(isActiveJobState(u.state) && row.ended())) {
-      row.info.state = u.state;
-      row.terminal_state = isActiveJobState(u.state) ? "" : common::terminalStateOf(u.state);
-    }
+  // A late "start" (RUNNING) never reopens a job that has ended.
+  if (!u.state.empty() && !(isActiveJobState(u.state) && row.ended())) {
+    row.info.state = u.state;
+    row.terminal_state = isActiveJobState(u.state) ? "" : common::terminalStateOf(u.state);
   }
   if (!u.exit_code.empty()) row.info.exit_code = u.exit_code;
   if (u.start_ns) row.info.start_ns = u.start_ns;
@@ -117,7 +117,7 @@ std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error
   if (row.ended() && !row.end_recorded_ns) row.end_recorded_ns = now;
   if (row.info.start_ns && row.info.end_ns && row.info.end_ns < row.info.start_ns) {
     *error = "job ends before it starts";
-    return std::nullopt;
+    return false;
   }
   if (u.time_limit_sec) row.info.time_limit_sec = u.time_limit_sec;
   if (u.ntasks_per_node) row.info.ntasks_per_node = u.ntasks_per_node;
@@ -130,7 +130,11 @@ std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error
     if (!from->empty()) *to = *from;
   row.source = u.source;
   row.updated_ns = now;
-  Stmt s(db_->get(),
+  return true;
+}
+
+bool writeJobRow(sql::Db& db, const JobRow& row) {
+  Stmt s(db.get(),
          "INSERT INTO jobs(job_id, state, terminal_state, exit_code, start_ns, end_ns, nodelist, time_limit_sec, "
          "ntasks_per_node, source, updated_ns, end_recorded_ns, name, user_name, partition_name) "
          "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) "
@@ -139,21 +143,43 @@ std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error
          "name=?13, user_name=?14, partition_name=?15");
   s.bind(1, row.info.job_id).bind(2, row.info.state).bind(3, row.terminal_state).bind(4, row.info.exit_code);
   s.bind(5, row.info.start_ns).bind(6, row.info.end_ns).bind(7, row.nodelist).bind(8, row.info.time_limit_sec);
-  s.bind(9, int64_t(row.info.ntasks_per_node)).bind(10, row.source).bind(11, now).bind(12, row.end_recorded_ns);
-  s.bind(13, row.workload.name).bind(14, row.workload.user).bind(15, row.workload.partition);
-  if (s.step() != sql::kDone) {
+  s.bind(9, int64_t(row.info.ntasks_per_node)).bind(10, row.source).bind(11, row.updated_ns);
+  s.bind(12, row.end_recorded_ns).bind(13, row.workload.name).bind(14, row.workload.user);
+  s.bind(15, row.workload.partition);
+  return s.step() == sql::kDone;
+}
+
+// The job's node list replaced, in order.
+void writeJobNodes(sql::Db& db, const std::string& job_id, const std::vector<std::string>& nodes) {
+  Stmt del(db.get(), "DELETE FROM job_nodes WHERE job_id = ?");
+  del.bind(1, job_id).step();
+  Stmt ins(db.get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ins.reset();
+    ins.bind(1, nodes[i]).bind(2, job_id).bind(3, int64_t(i)).step();
+  }
+}
+
+}  // namespace
+
+std::optional<JobRow> JobStore::recordJob(const JobUpdate& u, std::string* error) {
+  auto nodes = checkedNodes(u, error);
+  if (!nodes) return std::nullopt;
+  const int64_t now = clock_.nowNs();
+  Lock lock(*this);
+  sql::Transaction tx(*db_);
+  if (!tx.began()) {
     *error = "store: " + db_->errmsg();
     return std::nullopt;
   }
-  if (!nodes.empty()) {
-    Stmt del(db_->get(), "DELETE FROM job_nodes WHERE job_id = ?");
-    del.bind(1, u.job_id).step();
-    Stmt ins(db_->get(), "INSERT INTO job_nodes(node, job_id, position) VALUES(?,?,?) ON CONFLICT DO NOTHING");
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      ins.reset();
-      ins.bind(1, nodes[i]).bind(2, u.job_id).bind(3, int64_t(i)).step();
-    }
+  JobRow row;
+  if (auto old = jobLocked(u.job_id)) row = std::move(*old);
+  if (!mergeJobUpdate(row, u, *nodes, now, error)) return std::nullopt;
+  if (!writeJobRow(*db_, row)) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
   }
+  if (!nodes->empty()) writeJobNodes(*db_, u.job_id, *nodes);
   std::string err;
   if (!tx.commit(&err)) {
     *error = "store: " + err;
