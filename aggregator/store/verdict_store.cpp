@@ -16,6 +16,11 @@ namespace {
 
 constexpr const char* kVerdictColumns =
     "job_id, revision, created_ns, status, reason, max_symptom_id, symptoms, missing_nodes, diagnosis";
+// The latest revisions still provisional, of this aggregator's own jobs (a relayed job's verdict is
+// its site's to revise): the verdict tick's work list.
+constexpr const char* kOpenVerdicts =
+    "FROM verdicts v WHERE latest = 1 AND status = 'provisional' AND NOT EXISTS (SELECT 1 FROM jobs j WHERE "
+    "j.job_id = v.job_id AND j.site != '') ORDER BY job_id";
 
 VerdictRow verdictFromRow(Stmt& s) {
   VerdictRow v;
@@ -102,10 +107,7 @@ std::vector<VerdictRow> VerdictStore::verdictHistory(const std::string& job_id) 
 std::vector<VerdictRow> VerdictStore::openVerdicts() {
   ReadLock lock(*this);
   sql::Db* db = lock.db();
-  Stmt s(db, fmt::format("SELECT {} FROM verdicts v WHERE latest = 1 AND status = 'provisional' AND NOT "
-                                 "EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = v.job_id AND j.site != '') "
-                                 "ORDER BY job_id",
-                                 kVerdictColumns));
+  Stmt s(db, fmt::format("SELECT {} {}", kVerdictColumns, kOpenVerdicts));
   std::vector<VerdictRow> out;
   while (s.step() == sql::kRow) out.push_back(verdictFromRow(s));
   return out;
@@ -122,8 +124,8 @@ std::optional<VerdictHead> VerdictStore::latestVerdictHead(const std::string& jo
   ReadLock lock(*this);
   sql::Db* db = lock.db();
   Stmt s(db, fmt::format("SELECT job_id, revision, created_ns, status, max_symptom_id, symptoms, {} FROM "
-                                 "verdicts WHERE job_id = ? AND latest = 1",
-                                 db->jsonText("diagnosis", "terminal_state")));
+                         "verdicts WHERE job_id = ? AND latest = 1",
+                         db->jsonText("diagnosis", "terminal_state")));
   s.bind(1, job_id);
   if (s.step() != sql::kRow) return std::nullopt;
   return verdictHeadFromRow(s);
@@ -132,10 +134,8 @@ std::optional<VerdictHead> VerdictStore::latestVerdictHead(const std::string& jo
 std::vector<VerdictHead> VerdictStore::openVerdictHeads() {
   ReadLock lock(*this);
   sql::Db* db = lock.db();
-  Stmt s(db, fmt::format("SELECT job_id, revision, created_ns, status, max_symptom_id, symptoms, {} FROM "
-                                 "verdicts v WHERE latest = 1 AND status = 'provisional' AND NOT EXISTS (SELECT 1 "
-                                 "FROM jobs j WHERE j.job_id = v.job_id AND j.site != '') ORDER BY job_id",
-                                 db->jsonText("diagnosis", "terminal_state")));
+  Stmt s(db, fmt::format("SELECT job_id, revision, created_ns, status, max_symptom_id, symptoms, {} {}",
+                         db->jsonText("diagnosis", "terminal_state"), kOpenVerdicts));
   std::vector<VerdictHead> out;
   while (s.step() == sql::kRow) out.push_back(verdictHeadFromRow(s));
   return out;
