@@ -353,7 +353,8 @@ class PayloadReader {
 
 common::Symptom symptomFromPayload(std::string_view payload) {
   if (auto s = PayloadReader(payload).read()) return std::move(*s);
-  return symptomFromJson(json::parse(payload, nullptr, false));
+  const json j = json::parse(payload, nullptr, false);
+  return symptomFromJson(j.is_object() ? j : json::object());  // damaged: the defaults, never a throw
 }
 
 common::Symptom symptomFromJson(const json& j) {
@@ -551,7 +552,13 @@ std::string encodeSymptomPayload(const common::Symptom& s, std::string_view row_
 }
 
 common::Symptom decodeSymptomRow(const SymptomColumns& c, std::string_view payload, size_t max_evidence) {
-  if (payload.empty() || payload[0] != kCompactPayloadTag) return symptomFromPayload(payload);
+  if (payload.empty() || payload[0] != kCompactPayloadTag) {
+    // A row written before migration 9 (its JSON is the whole symptom); anything else that is not
+    // a JSON object (damaged): the columns alone.
+    if (auto s = PayloadReader(payload).read()) return std::move(*s);
+    const json j = payload.empty() || payload[0] != '{' ? json() : json::parse(payload, nullptr, false);
+    return j.is_object() ? symptomFromJson(j) : fromColumns(c);
+  }
   common::Symptom s = fromColumns(c);
   // A compact payload this build cannot read (damaged): the columns alone, never a throw.
   if (!readCompact(payload.substr(1), max_evidence, &s)) return fromColumns(c);

@@ -24,7 +24,7 @@ nlohmann::json symptomToJson(const common::Symptom& s);
 // The same text as symptomToJson(s).dump(), written directly (no json tree).
 std::string symptomJsonText(const common::Symptom& s);
 // symptomFromJson(json::parse(payload)), reading the text symptomJsonText writes directly; any
-// other text is parsed with nlohmann::json.
+// other text is parsed with nlohmann::json (not a JSON object: the defaults).
 common::Symptom symptomFromPayload(std::string_view payload);
 common::Symptom symptomFromJson(const nlohmann::json& j);
 std::optional<common::SourceKind> parseSourceKind(std::string_view s);

@@ -44,6 +44,7 @@ std::string roundTrip(const common::Symptom& s, const std::string& row_boot, std
 
 common::Symptom fullSymptom() {
   auto s = makeSymptom("gpu-07", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
+  s.symptom = "gpu_fell_off_bus";
   s.category = "gpu";
   s.source = "/var/log/kern.log";
   s.evidence = {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "12:34 looks:like:a:length",
@@ -128,6 +129,9 @@ TEST_CASE("symptom payload: a damaged compact payload never throws; the row's co
     CHECK(d.rule_id == s.rule_id);
     CHECK(d.summary.empty());
   }
-  // Not compact and not JSON: what symptomFromJson gives for garbage (the defaults).
-  CHECK(decodeSymptomRow(row.c, "garbage").rule_id.empty());
+  // Neither form (nor a JSON object): the row's columns.
+  for (std::string bad : {"garbage", "", "[1,2]", "{\"rule_id\":", "{}x"}) {
+    INFO(bad);
+    CHECK(decodeSymptomRow(row.c, bad).rule_id == s.rule_id);
+  }
 }
