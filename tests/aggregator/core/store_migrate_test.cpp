@@ -186,8 +186,8 @@ std::pair<size_t, size_t> compactPayloads(sql::Db& db, size_t* bytes) {
 
 }  // namespace
 
-TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples; the API and the "
-          "verdicts read the same, byte for byte",
+TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples, and the API and "
+          "the verdicts read the same, byte for byte",
           "[store][migrate]") {
   auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
   REQUIRE(loaded.rules);

@@ -105,7 +105,7 @@ TEST_CASE("symptom payload: the compact form reads back as the symptom, with the
   }
 }
 
-TEST_CASE("symptom payload: a damaged compact payload never throws; the row's columns are kept", "[store][codec]") {
+TEST_CASE("symptom payload: a damaged compact payload never throws, and the row's columns are kept", "[store][codec]") {
   auto s = fullSymptom();
   Row row(s, "boot-a");
   const std::string good = encodeSymptomPayload(s, "boot-a");
