@@ -166,7 +166,10 @@ std::vector<std::string> shownByStore(Store& store, const Clock& clock, std::sha
     shown.push_back(id + " evaluated: " + std::to_string(v.symptoms) + " " + std::to_string(v.max_symptom_id) + " " +
                     common::toJson(v.diagnosis).dump());
   }
-  for (const auto& node : nodes) get("/nodes/" + node + "?since=36500d");
+  // A node's page (its symptoms, history and record) for one node in eight: each takes ~10 ms.
+  size_t k = 0;
+  for (const auto& node : nodes)
+    if (k++ % 8 == 0) get("/nodes/" + node + "?since=36500d");
   return shown;
 }
 
