@@ -520,7 +520,7 @@ TEST_CASE("a world whose members did not all announce themselves is a hang at th
   CHECK(!failed.cause);
 }
 
-TEST_CASE("a connection never made before the time limit is where a hang began; a reset is only its echo",
+TEST_CASE("a connection never made before the time limit is where a hang began, a reset only its echo",
           "[correlator][localization]") {
   const RuleSet& rules = shipped();
   const Rule* refused = rules.find("errno.connection_refused");
