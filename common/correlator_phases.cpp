@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -126,6 +127,44 @@ bool namedByPersists(const Symptom& s, const RelationContext& ctx, const std::ve
   });
 }
 
+// What a synthetic item (a comparison across the job's nodes, not a line) is: its rule and kind,
+// its place and time, and what it says.
+struct Synthetic {
+  const char* rule_id;
+  const char* symptom;
+  SubDomain sub_domain;
+  const char* category;
+  Severity severity;
+  const char* source;
+  SourceKind source_kind;
+  Role role;
+  bool background;
+  const char* because;
+};
+
+Item synthetic(const Synthetic& k, const std::string& node, std::optional<int64_t> t_ns, std::string summary,
+               std::string evidence, std::map<std::string, std::string> fields) {
+  Item it;
+  Symptom& s = it.s;
+  s.rule_id = k.rule_id;
+  s.symptom = k.symptom;
+  s.sub_domain = k.sub_domain;
+  s.category = k.category;
+  s.severity = k.severity;
+  s.node = node;
+  s.source = k.source;
+  s.source_kind = k.source_kind;
+  s.time_known = t_ns.has_value();
+  s.first_ns = s.last_ns = t_ns.value_or(0);
+  s.summary = std::move(summary);
+  s.evidence = {std::move(evidence)};
+  s.fields = std::move(fields);
+  it.eff = k.role;
+  it.background = k.background;
+  it.because = k.because;
+  return it;
+}
+
 // Nodes of the job whose GPU inventory holds fewer GPUs than most of its peers: a GPU lost before
 // the job started (it fell off the bus, or the driver did not bring it up).
 std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
@@ -140,27 +179,16 @@ std::vector<Item> missingGpus(const JobInfo& job, const CorrelatorOptions& o) {
   if (with_most * 2 < count.size()) return out;  // no common configuration to compare with
   for (const auto& [n, c] : count) {
     if (c >= most) continue;
-    Item it;
-    Symptom& s = it.s;
-    s.rule_id = "inventory.gpu_missing";
-    s.symptom = "gpu_missing_from_inventory";
-    s.sub_domain = SubDomain::kHardware;
-    s.category = "gpu";
-    s.severity = Severity::kCritical;
-    s.node = n;
-    s.source = "inventory";
-    s.source_kind = SourceKind::kJournal;
-    s.time_known = job.start_ns != 0;
-    s.first_ns = s.last_ns = job.start_ns;
-    s.summary = fmt::format("{} of {} GPUs in the node's inventory", c, most);
-    s.evidence = {fmt::format("inventory of {}: {} GPUs; the job's other nodes have {}", n, c, most)};
-    s.fields = {{"gpus", std::to_string(c)}, {"expected_gpus", std::to_string(most)},
-                {"action", "Check the node for a GPU that fell off the bus or failed to initialise "
-                           "(nvidia-smi, dmesg for Xid 79/AER, lspci); drain it until repaired."}};
-    it.eff = Role::kRoot;
-    it.background = true;
-    it.because = "the node had fewer GPUs than its peers when the job started [phase: scope]";
-    out.push_back(std::move(it));
+    static constexpr Synthetic kMissing{"inventory.gpu_missing", "gpu_missing_from_inventory", SubDomain::kHardware,
+                                        "gpu", Severity::kCritical, "inventory", SourceKind::kJournal, Role::kRoot, true,
+                                        "the node had fewer GPUs than its peers when the job started [phase: scope]"};
+    out.push_back(synthetic(
+        kMissing, n, job.start_ns != 0 ? std::optional<int64_t>(job.start_ns) : std::nullopt,
+        fmt::format("{} of {} GPUs in the node's inventory", c, most),
+        fmt::format("inventory of {}: {} GPUs; the job's other nodes have {}", n, c, most),
+        {{"gpus", std::to_string(c)}, {"expected_gpus", std::to_string(most)},
+         {"action", "Check the node for a GPU that fell off the bus or failed to initialise "
+                    "(nvidia-smi, dmesg for Xid 79/AER, lspci); drain it until repaired."}}));
   }
   return out;
 }
@@ -196,29 +224,19 @@ std::vector<Item> differingVersions(const JobInfo& job, const std::vector<Item>&
     auto most = std::max_element(nodes_of.begin(), nodes_of.end(),
                                  [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     const bool majority = most->second.size() >= 2 && most->second.size() * 2 > version_of.size();
-    auto make = [&](const std::string& node, const std::string& summary, const std::string& evidence) {
-      Item it;
-      Symptom& s = it.s;
-      s.rule_id = "nodes.version_differs";
-      s.symptom = "version_differs_between_nodes";
-      s.sub_domain = SubDomain::kSystemSoftware;
-      s.category = "versions";
-      s.severity = Severity::kError;
-      s.node = node;
-      s.source = "comparison";
-      s.source_kind = SourceKind::kJournal;
-      s.time_known = job.start_ns != 0 || first_ns != 0;
-      s.first_ns = s.last_ns = job.start_ns != 0 ? job.start_ns : first_ns;
-      s.summary = summary;
-      s.evidence = {evidence};
-      s.fields = {{"component", c.name},
-                  {"action", "Install one release of the component on every node of the job (the image, the "
-                             "module or the driver package the odd node differs in); drain the odd node until it "
-                             "matches."}};
-      it.eff = Role::kRoot;
-      it.background = true;
-      it.because = "the job's nodes announced different releases [phase: scope]";
-      out.push_back(std::move(it));
+    static constexpr Synthetic kDiffers{"nodes.version_differs", "version_differs_between_nodes",
+                                        SubDomain::kSystemSoftware, "versions", Severity::kError, "comparison",
+                                        SourceKind::kJournal, Role::kRoot, true,
+                                        "the job's nodes announced different releases [phase: scope]"};
+    const std::optional<int64_t> at = job.start_ns != 0 ? std::optional<int64_t>(job.start_ns)
+                                      : first_ns != 0   ? std::optional<int64_t>(first_ns)
+                                                        : std::nullopt;
+    auto make = [&](const std::string& node, std::string summary, std::string evidence) {
+      out.push_back(synthetic(kDiffers, node, at, std::move(summary), std::move(evidence),
+                              {{"component", c.name},
+                               {"action", "Install one release of the component on every node of the job (the image, "
+                                          "the module or the driver package the odd node differs in); drain the odd "
+                                          "node until it matches."}}));
     };
     if (majority) {
       for (const auto& [v, nodes] : nodes_of) {
@@ -259,27 +277,18 @@ std::vector<Item> missingMembers(const JobInfo& job, const std::vector<Item>& it
     int size = 0;
     auto [p, ec] = std::from_chars(w.second.data(), w.second.data() + w.second.size(), size);
     if (ec != std::errc() || size <= 0 || static_cast<size_t>(size) <= w.first.size()) continue;
-    Item it;
-    Symptom& s = it.s;
-    s.rule_id = "world.members_missing";
-    s.symptom = "ranks_missing_from_world";
-    s.sub_domain = SubDomain::kNone;
-    s.category = "launcher";
-    s.severity = Severity::kWarning;
-    s.source = "comparison";
-    s.source_kind = SourceKind::kApplication;
-    s.time_known = last && last->s.time_known;
-    s.first_ns = s.last_ns = s.time_known ? last->s.first_ns : 0;
-    if (!s.time_known && job.start_ns != 0) {
-      s.time_known = true;
-      s.first_ns = s.last_ns = job.start_ns;
-    }
-    s.summary = fmt::format("{} of {} ranks announced themselves; the job's world never formed", w.first.size(), size);
-    s.evidence = {fmt::format("{}: members {} of {}", rule, fmt::join(w.first, ", "), size)};
-    s.fields = {{"announced", std::to_string(w.first.size())}, {"world_size", std::to_string(size)}};
-    it.eff = Role::kCascade;
-    it.because = "fewer ranks announced themselves than the world holds [phase: scope]";
-    out.push_back(std::move(it));
+    static constexpr Synthetic kAbsent{"world.members_missing", "ranks_missing_from_world", SubDomain::kNone,
+                                       "launcher", Severity::kWarning, "comparison", SourceKind::kApplication,
+                                       Role::kCascade, false,
+                                       "fewer ranks announced themselves than the world holds [phase: scope]"};
+    std::optional<int64_t> at;
+    if (last && last->s.time_known) at = last->s.first_ns;
+    else if (job.start_ns != 0) at = job.start_ns;
+    out.push_back(synthetic(kAbsent, "", at,
+                            fmt::format("{} of {} ranks announced themselves; the job's world never formed",
+                                        w.first.size(), size),
+                            fmt::format("{}: members {} of {}", rule, fmt::join(w.first, ", "), size),
+                            {{"announced", std::to_string(w.first.size())}, {"world_size", std::to_string(size)}}));
   }
   return out;
 }
