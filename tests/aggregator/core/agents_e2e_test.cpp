@@ -489,7 +489,11 @@ class Harness {
     auto store = openReadOnly(store_, &error);
     REQUIRE(store);
     // The replica the CLI talks to may not lead: then the leader's tick judges the job, soon after.
+    // Each poll reads through a store opened for it, as the CLI does: a reader kept open across the
+    // polls would answer from whatever its own connection last read.
     auto judged = [&] {
+      auto store = openReadOnly(store_, &error);
+      if (!store) return false;
       for (const auto& s : samples_) {
         auto row = store->job(s.job["job_id"].get<std::string>());
         if (!row) return false;
@@ -506,6 +510,8 @@ class Harness {
     // sample sweep) the last revision can take longer than 30 s. The deadline only bounds the wait.
     const bool converged = pollUntil(judged, std::chrono::seconds(90));
     CHECK(converged);
+    store = openReadOnly(store_, &error);
+    REQUIRE(store);
     for (const auto& s : samples_) {
       INFO(s.name);
       auto row = store->job(s.job["job_id"].get<std::string>());
