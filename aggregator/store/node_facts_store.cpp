@@ -6,8 +6,7 @@
 #include <set>
 
 #include "aggregator/store/db.h"
-#include "aggregator/store/node_store.h"
-#include "aggregator/store/store_internal.h"
+#include "aggregator/store/store.h"
 
 namespace faultline::aggregator {
 
@@ -54,7 +53,7 @@ common::NodeInventory inventoryFromJson(const json& j) {
 
 }  // namespace
 
-bool NodeStore::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
+bool Store::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                                int64_t now_ns) {
   Stmt s(db_->get(),
          "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory, gpu_count, addresses) "
@@ -66,7 +65,7 @@ bool NodeStore::putInventoryLocked(const std::string& node, const std::string& a
   return s.step() == sql::kDone;
 }
 
-std::map<std::string, common::NodeInventory> NodeStore::inventories(const std::vector<std::string>& nodes) {
+std::map<std::string, common::NodeInventory> Store::inventories(const std::vector<std::string>& nodes) {
   Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT node, inventory FROM node_inventory WHERE node IN {}", db_->jsonList(1)));
   s.bind(1, json(nodes).dump());
@@ -75,7 +74,7 @@ std::map<std::string, common::NodeInventory> NodeStore::inventories(const std::v
   return out;
 }
 
-std::map<std::string, InventoryFacts> NodeStore::inventoryFacts(const std::vector<std::string>& nodes) {
+std::map<std::string, InventoryFacts> Store::inventoryFacts(const std::vector<std::string>& nodes) {
   Lock lock(*this);
   // The inventory text only for rows stored before migration 7 (gpu_count -2).
   Stmt s(db_->get(), fmt::format("SELECT node, gpu_count, addresses, CASE WHEN gpu_count = -2 THEN inventory ELSE '' END "
@@ -101,7 +100,7 @@ std::map<std::string, InventoryFacts> NodeStore::inventoryFacts(const std::vecto
   return out;
 }
 
-std::map<std::string, NodeFailures> NodeStore::recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
+std::map<std::string, NodeFailures> Store::recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
                                                           int64_t until_ns, const std::string& exclude_job_id,
                                                           const std::string& site, size_t max_job_ids) {
   Lock lock(*this);
