@@ -379,7 +379,7 @@ done
 # A dead agent or another version is stopped by the first look; the first look passes a
 # crash-looping or hung agent and the second look stops it. Each node fails on its own.
 look() {  # LOG TASK HOST: the task failed for HOST
-  sed -n "/$2/,/^TASK\\|PLAY RECAP/p" "$tmp/$1.log" | grep -qE "^fatal: \[$3( -> [^]]*)?\]"
+  grep -qE "^fatal: \[$3( -> [^]]*)?\]" <(sed -n "/$2/,/^TASK\\|PLAY RECAP/p" "$tmp/$1.log")
 }
 look unhealthy-dead+old 'Wait until the aggregator hears the agent (command)' localhost \
   || fail "the dead agent was not stopped by the first look"

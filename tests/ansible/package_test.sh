@@ -30,7 +30,11 @@ rules_deb=$(deb faultline-rules); agent_deb=$(deb faultline-agent); agg_deb=$(de
 [ -n "$rules_deb" ] && [ -n "$agent_deb" ] && [ -n "$agg_deb" ] || fail "missing packages: $(ls "$tmp/out")"
 
 has() {  # has DEB PATH: the package holds PATH
-  dpkg-deb -c "$1" | awk '{print $6}' | sed 's#/$##' | grep -qxF ".$2" || fail "$(basename "$1") lacks $2"
+  # The listing is read whole before it is searched: `grep -q` at the end of a pipe exits at its
+  # first match, and under pipefail the writer's SIGPIPE would fail a package that has the path.
+  local listing
+  listing=$(dpkg-deb -c "$1" | awk '{print $6}' | sed 's#/$##')
+  grep -qxF ".$2" <<< "$listing" || fail "$(basename "$1") lacks $2"
 }
 field() { dpkg-deb -f "$1" "$2"; }
 
