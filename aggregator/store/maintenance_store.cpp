@@ -152,7 +152,12 @@ size_t MaintenanceStore::pruneStep(int64_t cutoff_ns, int64_t job_cutoff_ns, siz
     if (s.step() == sql::kDone) deleted += static_cast<size_t>(db_->changes());
   };
   if (deleted < max_rows) {
-    Stmt old(db_->get(), "SELECT job_id FROM jobs WHERE end_ns > 0 AND end_ns < ? LIMIT ?");
+    // A job goes once it both ended and was last recorded (updated_ns: the aggregator's clock
+    // at the last job event, sacct merge or relayed copy) before the cutoff, as a symptom goes
+    // once received and stamped before it. By its end alone, a job event stamped further back
+    // than the retention (a backfill, a relay catching up, a replayed sample) was acknowledged and
+    // then deleted by the next prune pass, within a minute.
+    Stmt old(db_->get(), "SELECT job_id FROM jobs WHERE end_ns > 0 AND end_ns < ?1 AND updated_ns < ?1 LIMIT ?2");
     old.bind(1, job_cutoff_ns).bind(2, int64_t(std::max<size_t>(1, (max_rows - deleted) / 8)));
     std::vector<std::string> ids;
     while (old.step() == sql::kRow) ids.push_back(old.text(0));

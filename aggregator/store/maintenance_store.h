@@ -20,7 +20,8 @@ class MaintenanceStore : protected StorePart {
   bool setMetaInt(const std::string& key, int64_t value);
 
   // Deletes at most `max_rows` symptoms/batches/events older than `cutoff_ns` and jobs (with
-  // their verdicts) that ended before `job_cutoff_ns`, in one short transaction. Returns the rows
+  // their verdicts) that ended and were last recorded before `job_cutoff_ns` (a job event is kept
+  // that long after it was acknowledged, however long ago the job ended), in one short transaction. Returns the rows
   // deleted; call again while it returns max_rows so ingest can interleave. Each table is walked
   // by a cursor on its time index that the steps of one pass share (a pass ends with a step that
   // deleted fewer than max_rows): a step starts where the last one stopped instead of walking
