@@ -305,6 +305,11 @@ int cmdRun(const RunOptions& o) {
                 "ms, max %.0f ms\n",
                 st.seconds(), d.total, d.top.c_str(), self1 - self0, ingestShare(d, st.seconds(), st.batches + st.resends).c_str(),
                 o.job_id.c_str(), percentileMs(probe_cascade, 0.5), percentileMs(probe_cascade, 1.0));
+    // CPU time (user + system, every thread), not wall: the 2-core VM's other load does not count.
+    if (st.symptoms > 0)
+      std::printf("cpu       cascade aggregator %.1f us/symptom, load generator %.1f us/symptom (%llu symptoms)\n",
+                  d.total * 1e6 / double(st.symptoms), (self1 - self0) * 1e6 / double(st.symptoms),
+                  static_cast<unsigned long long>(st.symptoms));
   }
   std::fflush(stdout);
 

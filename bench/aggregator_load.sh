@@ -173,6 +173,11 @@ if [[ $INGEST == both ]]; then
     [[ -n $r && -n $lr ]] && awk -v m="$mode" -v r="$r" -v a="$p50" -v b="$p99" -v lr="$lr" 'BEGIN {
       printf "compare   cascade  %-6s %8d symptoms/s (ack p50 %s ms, p99 %s ms) | x%.2f of legacy\n", m, r, a, b, r / lr }'
   done
+  for mode in legacy grouped pg1 pg3; do
+    [[ -f $tmp/$mode.out ]] || continue
+    c=$(awk '$1 == "cpu" && $2 == "cascade" { print $4; exit }' "$tmp/$mode.out")
+    echo "compare   cpu      $mode cascade: aggregator ${c:-?} us of CPU per stored symptom"
+  done
   for mode in legacy grouped pg1 pg3 verdict; do
     [[ -f $tmp/$mode.out ]] || continue
     v=$(awk '$1 == "verdict" { for (i = 1; i <= NF; ++i) if ($i == "readable") { print $(i + 3); exit } }' "$tmp/$mode.out")

@@ -301,6 +301,90 @@ int cmdStoreMigrate(const std::string& from, const std::string& to) {
   return 0;
 }
 
+// The subcommands' options, each filled by CLI11 when its command is given.
+struct AttributeArgs {
+  CLI::App* cmd = nullptr;
+  std::vector<std::string> bundles, baselines;
+  bool json = false;
+  size_t systemic = 16;
+  std::string html;
+  PrometheusArgs prom;
+};
+
+void addAttribute(CLI::App& app, AttributeArgs& a) {
+  a.cmd = app.add_subcommand("attribute", "diagnose a job from a bundle of collected logs");
+  auto* attribute = a.cmd;
+  attribute->add_option("bundle", a.bundles, "bundle directory (see docs/bundle-format.md)")->required();
+  attribute->add_flag("--json", a.json, "print the diagnosis as JSON (docs/output-schema.md)");
+  attribute->add_option("--html", a.html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
+  attribute->add_option("--systemic-threshold", a.systemic, "suspect nodes above which a verdict is systemic");
+  attribute->add_option("--baseline", a.baselines,
+                        "bundle of a good run of the same workload (repeatable): error lines it printed too are "
+                        "not listed as unrecognized");
+  attribute->add_option("--prometheus", a.prom.url,
+                        "also ask this PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) for the "
+                        "job's metric evidence (rules/metrics)");
+  attribute->add_option("--prometheus-token-file", a.prom.token_file, "bearer token for --prometheus (first line)");
+  attribute->add_option("--prometheus-user", a.prom.user, "basic-auth user for --prometheus");
+  attribute->add_option("--prometheus-password-file", a.prom.password_file,
+                        "basic-auth password for --prometheus (first line)");
+  attribute->add_option("--prometheus-ca", a.prom.ca_file, "CA file for an https --prometheus");
+  attribute->add_option("--prometheus-timeout", a.prom.timeout_s, "seconds per query (default 10)");
+}
+
+struct RulesArgs {
+  CLI::App *check = nullptr, *list = nullptr, *classify = nullptr, *suggest = nullptr;
+  std::vector<std::string> check_dirs, classify_lines, suggest_bundles, suggest_baselines;
+  bool patterns = false;
+};
+
+void addRules(CLI::App& app, RulesArgs& r) {
+  auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
+  rules->require_subcommand(1);
+  r.check = rules->add_subcommand("check", "load rules, compile patterns, run every example");
+  r.check->add_option("dir", r.check_dirs, "rule directories");
+  r.list = rules->add_subcommand("list", "list the loaded rules");
+  r.list->add_flag("--patterns", r.patterns, "print only the expanded patterns, one per line");
+  r.classify =
+      rules->add_subcommand("classify", "the domain each line reads most like (a lead, from the rules' examples)");
+  r.classify->add_option("line", r.classify_lines, "log lines (default: one per line on stdin)");
+  r.suggest = rules->add_subcommand(
+      "suggest", "print the error lines no rule matched in bundles as YAML rule skeletons (writes nothing)");
+  r.suggest->add_option("bundle", r.suggest_bundles, "bundle directories")->required();
+  r.suggest->add_option("--baseline", r.suggest_baselines,
+                        "bundle of a good run (repeatable): lines it printed too are not suggested");
+}
+
+struct ToolArgs {
+  CLI::App *scan = nullptr, *keygen = nullptr, *migrate = nullptr;
+  std::vector<std::string> files;
+  bool quiet = false, raw = false;
+  std::string keygen_dir, keygen_name = "agent";
+  std::string migrate_from, migrate_to;
+};
+
+// scan, keygen and store migrate.
+void addTools(CLI::App& app, ToolArgs& t) {
+  t.scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
+  t.scan->add_option("file", t.files, "log files")->required();
+  t.scan->add_flag("-q,--quiet", t.quiet, "print only the totals");
+  t.scan->add_flag("--no-aggregate", t.raw, "do not collapse identical symptoms");
+
+  t.keygen = app.add_subcommand("keygen", "write a CurveZMQ key pair: DIR/NAME.key (secret) and DIR/NAME.pub");
+  t.keygen->add_option("dir", t.keygen_dir, "directory (created if missing)")->required();
+  t.keygen->add_option("--name", t.keygen_name,
+                       "file name stem (default agent; use the hostname to file NAME.pub into an allow-list)");
+
+  auto* store = app.add_subcommand("store", "manage the aggregator's store");
+  store->require_subcommand(1);
+  t.migrate = store->add_subcommand(
+      "migrate", "copy a whole store (e.g. a SQLite file) into an empty one (e.g. PostgreSQL), keeping every id; "
+                 "both are first brought to the latest schema; stop the aggregator first");
+  t.migrate->add_option("--from", t.migrate_from, "source: sqlite:PATH, PATH or postgresql://...")->required();
+  t.migrate->add_option("--to", t.migrate_to, "target: postgresql://... (or a SQLite path); must hold no data yet")
+      ->required();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -310,72 +394,12 @@ int main(int argc, char** argv) {
   app.add_option("--rules", rule_dirs, "rule directory (repeatable; default: the shipped rules)");
   app.add_option("--rules-cache", g_rules_cache,
                  "rule cache directory (default: $XDG_CACHE_HOME/faultline or ~/.cache/faultline; off: none)");
-
-  auto* attribute = app.add_subcommand("attribute", "diagnose a job from a bundle of collected logs");
-  std::vector<std::string> bundles;
-  bool json = false;
-  size_t systemic = 16;
-  attribute->add_option("bundle", bundles, "bundle directory (see docs/bundle-format.md)")->required();
-  attribute->add_flag("--json", json, "print the diagnosis as JSON (docs/output-schema.md)");
-  std::string html;
-  attribute->add_option("--html", html, "also write the diagnosis as one self-contained HTML page (docs/dashboard.md)");
-  attribute->add_option("--systemic-threshold", systemic, "suspect nodes above which a verdict is systemic");
-  std::vector<std::string> baselines;
-  attribute->add_option("--baseline", baselines,
-                        "bundle of a good run of the same workload (repeatable): error lines it printed too are "
-                        "not listed as unrecognized");
-  PrometheusArgs prom;
-  attribute->add_option("--prometheus", prom.url,
-                        "also ask this PromQL endpoint (Prometheus, Mimir, VictoriaMetrics: http(s)://host:port) for the "
-                        "job's metric evidence (rules/metrics)");
-  attribute->add_option("--prometheus-token-file", prom.token_file, "bearer token for --prometheus (first line)");
-  attribute->add_option("--prometheus-user", prom.user, "basic-auth user for --prometheus");
-  attribute->add_option("--prometheus-password-file", prom.password_file, "basic-auth password for --prometheus (first line)");
-  attribute->add_option("--prometheus-ca", prom.ca_file, "CA file for an https --prometheus");
-  attribute->add_option("--prometheus-timeout", prom.timeout_s, "seconds per query (default 10)");
-
-  auto* rules = app.add_subcommand("rules", "inspect and check rule packs");
-  rules->require_subcommand(1);
-  auto* check = rules->add_subcommand("check", "load rules, compile patterns, run every example");
-  std::vector<std::string> check_dirs;
-  check->add_option("dir", check_dirs, "rule directories");
-  auto* list = rules->add_subcommand("list", "list the loaded rules");
-  bool patterns = false;
-  list->add_flag("--patterns", patterns, "print only the expanded patterns, one per line");
-  auto* classify = rules->add_subcommand("classify", "the domain each line reads most like (a lead, from the rules' examples)");
-  std::vector<std::string> classify_lines;
-  classify->add_option("line", classify_lines, "log lines (default: one per line on stdin)");
-
-  auto* suggest = rules->add_subcommand(
-      "suggest", "print the error lines no rule matched in bundles as YAML rule skeletons (writes nothing)");
-  std::vector<std::string> suggest_bundles, suggest_baselines;
-  suggest->add_option("bundle", suggest_bundles, "bundle directories")->required();
-  suggest->add_option("--baseline", suggest_baselines,
-                      "bundle of a good run (repeatable): lines it printed too are not suggested");
-
-  auto* scan = app.add_subcommand("scan", "run the parsers and the rule engine over log files");
-  std::vector<std::string> files;
-  bool quiet = false, raw = false;
-  scan->add_option("file", files, "log files")->required();
-  scan->add_flag("-q,--quiet", quiet, "print only the totals");
-  scan->add_flag("--no-aggregate", raw, "do not collapse identical symptoms");
-
-  auto* keygen = app.add_subcommand("keygen", "write a CurveZMQ key pair: DIR/NAME.key (secret) and DIR/NAME.pub");
-  std::string keygen_dir, keygen_name = "agent";
-  keygen->add_option("dir", keygen_dir, "directory (created if missing)")->required();
-  keygen->add_option("--name", keygen_name,
-                     "file name stem (default agent; use the hostname to file NAME.pub into an allow-list)");
-
-  auto* store = app.add_subcommand("store", "manage the aggregator's store");
-  store->require_subcommand(1);
-  auto* migrate = store->add_subcommand(
-      "migrate", "copy a whole store (e.g. a SQLite file) into an empty one (e.g. PostgreSQL), keeping every id; "
-                 "both are first brought to the latest schema; stop the aggregator first");
-  std::string migrate_from, migrate_to;
-  migrate->add_option("--from", migrate_from, "source: sqlite:PATH, PATH or postgresql://...")->required();
-  migrate->add_option("--to", migrate_to, "target: postgresql://... (or a SQLite path); must hold no data yet")
-      ->required();
-
+  AttributeArgs a;
+  addAttribute(app, a);
+  RulesArgs r;
+  addRules(app, r);
+  ToolArgs t;
+  addTools(app, t);
   cli::RemoteOptions remote;
   cli::addRemoteCommands(app, remote);
 
@@ -385,13 +409,13 @@ int main(int argc, char** argv) {
     return cli::runJobOutput(remote, engine);
   }
   if (int rc = cli::runRemoteCommands(app, remote); rc >= 0) return rc;
-  if (*migrate) return cmdStoreMigrate(migrate_from, migrate_to);
-  if (*keygen) return cmdKeygen(keygen_dir, keygen_name);
-  if (*attribute) return cmdAttribute(rule_dirs, bundles, json, systemic, html, prom, baselines);
-  if (*check) return cmdRulesCheck(check_dirs.empty() ? rule_dirs : check_dirs);
-  if (*list) return cmdRulesList(rule_dirs, patterns);
-  if (*suggest) return cmdRulesSuggest(rule_dirs, suggest_bundles, suggest_baselines);
-  if (*classify) return cmdRulesClassify(classify_lines);
-  if (*scan) return cmdScan(rule_dirs, files, quiet, raw);
+  if (*t.migrate) return cmdStoreMigrate(t.migrate_from, t.migrate_to);
+  if (*t.keygen) return cmdKeygen(t.keygen_dir, t.keygen_name);
+  if (*a.cmd) return cmdAttribute(rule_dirs, a.bundles, a.json, a.systemic, a.html, a.prom, a.baselines);
+  if (*r.check) return cmdRulesCheck(r.check_dirs.empty() ? rule_dirs : r.check_dirs);
+  if (*r.list) return cmdRulesList(rule_dirs, r.patterns);
+  if (*r.suggest) return cmdRulesSuggest(rule_dirs, r.suggest_bundles, r.suggest_baselines);
+  if (*r.classify) return cmdRulesClassify(r.classify_lines);
+  if (*t.scan) return cmdScan(rule_dirs, t.files, t.quiet, t.raw);
   return 0;
 }

@@ -300,11 +300,9 @@ int cmdJob(const RemoteOptions& o) {
   return kOk;
 }
 
-}  // namespace
-
-int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
-  // The job's layout places ranks on nodes: from the flags, else from the aggregator.
-  common::JobInfo job;
+// The job's layout, which places ranks on nodes: from the flags, else from the aggregator. kOk, or
+// the exit code to end with.
+int outputJobLayout(const RemoteOptions& o, common::JobInfo& job) {
   job.job_id = o.job_id;
   if (!o.nodelist.empty()) {
     std::string error;
@@ -334,9 +332,42 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
   if (o.ntasks_per_node > 0) job.ntasks_per_node = o.ntasks_per_node;
   if (auto st = timeArg(o.start_time); st && !st->empty()) job.start_ns = common::parseTimestampNs(*st).value_or(0);
   common::deriveRanks(job);
+  return kOk;
+}
+
+// One output file scanned (*scan) and made the upload's body: its symptoms (capped) and the error
+// lines no rule matched, as templates (issue 30: the aggregator judges them with the agents').
+json outputUploadBody(const std::string& file, const std::string& source, const RemoteOptions& o,
+                      const common::JobInfo& job, const common::RuleEngine& engine, offline::ScanResult* scan) {
   std::function<std::string(int)> node_of_rank;
   if (!job.ranks.empty()) node_of_rank = [&job](int r) { return job.nodeOfRank(r); };
+  common::ParseOptions popts;
+  // Lines without a year (syslog style) take the job's start year, as `attribute` does.
+  popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : fileYear(file);
+  // The job's output was written on this cluster: zone-less stamps are in its local time.
+  popts.local_zone = offline::systemTimeZone();
+  popts.known_hosts = std::make_shared<const common::HostSet>(job.nodes.begin(), job.nodes.end());
+  common::UnmatchedLines unmatched;
+  *scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts, {}, &unmatched,
+                              job.nodes.size() == 1 ? job.nodes.front() : "");
+  for (auto& s : scan->symptoms) s.source = source;
+  scan->coverage.source = source;
+  capSymptoms(scan->symptoms, scan->coverage);
+  auto templates = unmatched.templates();
+  if (templates.size() > aggregator::kMaxOutputTemplates) templates.resize(aggregator::kMaxOutputTemplates);
+  json body{{"source", source},
+            {"coverage", common::toJson(scan->coverage)},
+            {"symptoms", json::array()},
+            {"unmatched", aggregator::outputTemplatesToJson(templates)}};
+  for (const auto& s : scan->symptoms) body["symptoms"].push_back(compactSymptom(aggregator::symptomToJson(s), source));
+  return body;
+}
 
+}  // namespace
+
+int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
+  common::JobInfo job;
+  if (int rc = outputJobLayout(o, job); rc != kOk) return rc;
   int rc = kOk;
   json results = json::array();
   for (const auto& file : o.output_files) {
@@ -346,28 +377,9 @@ int runJobOutput(const RemoteOptions& o, const common::RuleEngine& engine) {
       rc = kUsage;
       continue;
     }
-    common::ParseOptions popts;
-    // Lines without a year (syslog style) take the job's start year, as `attribute` does.
-    popts.default_year = job.start_ns ? common::yearOfNs(job.start_ns) : fileYear(file);
-    // The job's output was written on this cluster: zone-less stamps are in its local time.
-    popts.local_zone = offline::systemTimeZone();
-    popts.known_hosts = std::make_shared<const common::HostSet>(job.nodes.begin(), job.nodes.end());
-    std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
-    // The error lines no rule matched, as templates (issue 30): the aggregator judges them with
-    // the agents' (aggregator/verdicts/live_unrecognized.h).
-    common::UnmatchedLines unmatched;
-    auto scan = offline::scanJobLog(file, o.output_node, node_of_rank, engine, popts, {}, &unmatched,
-                                    job.nodes.size() == 1 ? job.nodes.front() : "");
-    for (auto& s : scan.symptoms) s.source = source;
-    scan.coverage.source = source;
-    capSymptoms(scan.symptoms, scan.coverage);
-    auto templates = unmatched.templates();
-    if (templates.size() > aggregator::kMaxOutputTemplates) templates.resize(aggregator::kMaxOutputTemplates);
-    json body{{"source", source},
-              {"coverage", common::toJson(scan.coverage)},
-              {"symptoms", json::array()},
-              {"unmatched", aggregator::outputTemplatesToJson(templates)}};
-    for (const auto& s : scan.symptoms) body["symptoms"].push_back(compactSymptom(aggregator::symptomToJson(s), source));
+    const std::string source = std::filesystem::absolute(file, ec).lexically_normal().string();
+    offline::ScanResult scan;
+    const json body = outputUploadBody(file, source, o, job, engine, &scan);
     int call_rc = kOk;
     const std::string payload = body.dump(-1, ' ', false, json::error_handler_t::replace);
     auto r = call(o, "POST", "/jobs/" + aggregator::urlEncode(o.job_id) + "/output", payload, &call_rc);

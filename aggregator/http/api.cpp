@@ -373,24 +373,22 @@ HttpResponse Api::fleet(const std::string& path, const std::multimap<std::string
   return out ? jsonResponse(200, *out) : error(503, why);
 }
 
-HttpResponse Api::route(const HttpRequest& request, const std::string& path,
-                        const std::multimap<std::string, std::string>& query) {
-  const int64_t now = clock_.nowNs();
-  QueryContext q{store_, now, options_.agent_timeout_ns, options_.connections};
+// A read route's request: the path's parts, the query, the time, and the parameters every route
+// reads the same way (since, limit).
+struct Api::ReadRequest {
+  const std::string& path;
+  const std::multimap<std::string, std::string>& query;
   std::vector<std::string> parts;
-  for (size_t pos = 1; pos <= path.size();) {
-    auto slash = path.find('/', pos);
-    parts.push_back(path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
-    if (slash == std::string::npos) break;
-    pos = slash + 1;
-  }
-  auto since = [&](const std::string& fallback) -> std::optional<int64_t> {
+  int64_t now;
+  QueryContext q;
+
+  std::optional<int64_t> since(const std::string& fallback) const {
     std::string s = param(query, "since");
     if (s.empty()) s = fallback;
     if (s.empty()) return 0;
     return parseSince(s, now);
-  };
-  auto limit = [&](size_t dflt) -> size_t {
+  }
+  size_t limit(size_t dflt) const {
     std::string l = param(query, "limit");
     if (l.empty()) return dflt;
     try {
@@ -398,8 +396,47 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
     } catch (...) {
       return dflt;
     }
-  };
+  }
+  static HttpResponse badSince() { return error(400, "bad 'since' (use 7d, 24h, 30m or a timestamp)"); }
+};
 
+HttpResponse Api::route(const HttpRequest& request, const std::string& path,
+                        const std::multimap<std::string, std::string>& query) {
+  const int64_t now = clock_.nowNs();
+  ReadRequest r{path, query, {}, now, QueryContext{store_, now, options_.agent_timeout_ns, options_.connections}};
+  for (size_t pos = 1; pos <= path.size();) {
+    auto slash = path.find('/', pos);
+    r.parts.push_back(path.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
+    if (slash == std::string::npos) break;
+    pos = slash + 1;
+  }
+  if (auto w = routeWrite(request, r.parts)) return *w;
+  if (path == "/healthz") return health();
+  if (path == "/metrics") return metricsPage();
+  const auto& parts = r.parts;
+  if (parts.empty()) return error(404, "not found");
+  if (parts[0] == "ui") return ui(path);
+  if (parts[0] == "fleet") return fleet(path, query, now);
+  if (parts[0] == "jobs")
+    if (auto j = readJobs(r)) return *j;
+  if (parts[0] == "nodes")
+    if (auto n = readNodes(r)) return *n;
+  if (path == "/agents") return jsonResponse(200, queryAgents(r.q));
+  if (path == "/agents/refusals") return jsonResponse(200, queryRefusals(options_.refusals));
+  if (path == "/symptoms") {
+    auto s = r.since("");
+    if (!s) return ReadRequest::badSince();
+    SymptomFilter f;
+    for (auto [it, end] = query.equal_range("node"); it != end; ++it) f.nodes.push_back(it->second);
+    f.rule_id = param(query, "rule");
+    f.since_ns = *s;
+    f.limit = r.limit(1000);
+    return jsonResponse(200, querySymptoms(r.q, f));
+  }
+  return error(404, "not found");
+}
+
+std::optional<HttpResponse> Api::routeWrite(const HttpRequest& request, const std::vector<std::string>& parts) {
   if (FactApi::isFactPath(parts)) {
     if (request.method == "POST") {
       const bool open = request.authorization.empty() && !options_.fact_open_from.empty() &&
@@ -418,99 +455,92 @@ HttpResponse Api::route(const HttpRequest& request, const std::string& path,
   if (request.method != "GET" && request.method != "HEAD") return error(405, "method not allowed");
   if (parts.size() == 3 && parts[0] == "jobs" && (parts[2] == "start" || parts[2] == "end" || parts[2] == "output"))
     return error(405, "POST only: a job event or a job's output is written, not read");
+  return std::nullopt;
+}
 
-  // A site relay's uplink, asked only by the two paths that show it (it reads the outbox).
-  auto relayStatus = [&] { return relay_status_ ? relay_status_() : json(nullptr); };
-  if (path == "/healthz") {
-    const json relay = relayStatus();
-    auto c = store_.counts();
-    json health{{"status", "ok"},
-                {"schema_version", store_.schemaVersion()},
-                {"leader", leads()},
-                {"agents", c.agents},
-                {"nodes", c.nodes},
-                {"jobs", c.jobs},
-                {"symptoms", c.symptoms}};
-    if (!relay.is_null()) health["relay"] = relay;
-    return jsonResponse(200, health);
+// A site relay's uplink, asked only by the two paths that show it (it reads the outbox).
+json Api::relayStatus() const { return relay_status_ ? relay_status_() : json(nullptr); }
+
+HttpResponse Api::health() {
+  const json relay = relayStatus();
+  auto c = store_.counts();
+  json health{{"status", "ok"},
+              {"schema_version", store_.schemaVersion()},
+              {"leader", leads()},
+              {"agents", c.agents},
+              {"nodes", c.nodes},
+              {"jobs", c.jobs},
+              {"symptoms", c.symptoms}};
+  if (!relay.is_null()) health["relay"] = relay;
+  return jsonResponse(200, health);
+}
+
+HttpResponse Api::metricsPage() {
+  auto c = store_.counts();
+  std::map<std::string, double> gauges{{"faultline_leader", leads() ? 1.0 : 0.0},
+                                       {"faultline_store_symptoms", double(c.symptoms)},
+                                       {"faultline_store_jobs", double(c.jobs)},
+                                       {"faultline_store_verdicts", double(c.verdicts)},
+                                       {"faultline_store_agents", double(c.agents)}};
+  if (auto r = store_.relayOutboxStats(); r.next_sequence > 1) {  // a site relay
+    gauges["faultline_relay_outbox_batches"] = double(r.batches);
+    gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
+    gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
   }
-  if (path == "/metrics") {
-    auto c = store_.counts();
-    std::map<std::string, double> gauges{{"faultline_leader", leads() ? 1.0 : 0.0},
-                                         {"faultline_store_symptoms", double(c.symptoms)},
-                                         {"faultline_store_jobs", double(c.jobs)},
-                                         {"faultline_store_verdicts", double(c.verdicts)},
-                                         {"faultline_store_agents", double(c.agents)}};
-    if (auto r = store_.relayOutboxStats(); r.next_sequence > 1) {  // a site relay
-      gauges["faultline_relay_outbox_batches"] = double(r.batches);
-      gauges["faultline_relay_outbox_bytes"] = double(r.bytes);
-      gauges["faultline_relay_outbox_dropped_batches"] = double(r.dropped_batches);
-    }
-    if (const json relay = relayStatus(); relay.is_object()) {
-      gauges["faultline_relay_link_up"] = relay.value("link_up", false) ? 1.0 : 0.0;
-      gauges["faultline_relay_link_failed_attempts"] = relay.value("failed_attempts", 0.0);
-    }
-    return {200, "text/plain; version=0.0.4", metrics_.render(gauges), {}};
+  if (const json relay = relayStatus(); relay.is_object()) {
+    gauges["faultline_relay_link_up"] = relay.value("link_up", false) ? 1.0 : 0.0;
+    gauges["faultline_relay_link_failed_attempts"] = relay.value("failed_attempts", 0.0);
   }
-  if (parts.empty()) return error(404, "not found");
-  if (parts[0] == "ui") return ui(path);
-  if (parts[0] == "fleet") return fleet(path, query, now);
-  auto bad_since = [&] { return error(400, "bad 'since' (use 7d, 24h, 30m or a timestamp)"); };
-  if (parts[0] == "jobs") {
-    if (parts.size() == 1) {
-      auto s = since("");
-      if (!s) return bad_since();
-      for (const char* k : {"offset", "rule", "q", "blamed", "total"})
-        if (query.count(k)) return jobPage(query, *s, limit(500));
-      JobFilter f;
-      f.since_ns = *s;
-      f.state = param(query, "state");
-      f.sub_domain = param(query, "sub_domain");
-      f.node = param(query, "node");
-      f.limit = limit(500);
-      return jsonResponse(200, queryJobs(q, f));
-    }
-    if (parts.size() == 2) {
-      auto j = queryJob(q, parts[1]);
-      return j.is_null() ? unknownJob(parts[1]) : jsonResponse(200, j);
-    }
-    if (parts.size() == 3 && parts[2] == "diagnosis") {
-      auto d = queryDiagnosis(q, parts[1]);
-      if (d.is_null()) return store_.job(parts[1]) ? error(404, "job has no verdict") : unknownJob(parts[1]);
-      return jsonResponse(200, d);
-    }
-  }
-  if (parts[0] == "nodes") {
-    if (parts.size() == 1) {
-      if (param(query, "rank") == "1" || param(query, "rank") == "true") {
-        auto s = since("7d");
-        if (!s) return bad_since();
-        size_t min_jobs = 1;
-        if (!param(query, "min_jobs").empty()) min_jobs = std::strtoul(param(query, "min_jobs").c_str(), nullptr, 10);
-        return jsonResponse(200, queryFleet(q, *s, min_jobs));
-      }
-      return jsonResponse(200, queryNodes(q));
-    }
-    if (parts.size() == 2) {
-      auto s = since("7d");
-      if (!s) return bad_since();
-      auto n = queryNode(q, parts[1], *s);
-      return n.is_null() ? error(404, "unknown node") : jsonResponse(200, n);
-    }
-  }
-  if (path == "/agents") return jsonResponse(200, queryAgents(q));
-  if (path == "/agents/refusals") return jsonResponse(200, queryRefusals(options_.refusals));
-  if (path == "/symptoms") {
-    auto s = since("");
-    if (!s) return bad_since();
-    SymptomFilter f;
-    for (auto [it, end] = query.equal_range("node"); it != end; ++it) f.nodes.push_back(it->second);
-    f.rule_id = param(query, "rule");
+  return {200, "text/plain; version=0.0.4", metrics_.render(gauges), {}};
+}
+
+std::optional<HttpResponse> Api::readJobs(const ReadRequest& r) {
+  const auto& parts = r.parts;
+  if (parts.size() == 1) {
+    auto s = r.since("");
+    if (!s) return ReadRequest::badSince();
+    for (const char* k : {"offset", "rule", "q", "blamed", "total"})
+      if (r.query.count(k)) return jobPage(r.query, *s, r.limit(500));
+    JobFilter f;
     f.since_ns = *s;
-    f.limit = limit(1000);
-    return jsonResponse(200, querySymptoms(q, f));
+    f.state = param(r.query, "state");
+    f.sub_domain = param(r.query, "sub_domain");
+    f.node = param(r.query, "node");
+    f.limit = r.limit(500);
+    return jsonResponse(200, queryJobs(r.q, f));
   }
-  return error(404, "not found");
+  if (parts.size() == 2) {
+    auto j = queryJob(r.q, parts[1]);
+    return j.is_null() ? unknownJob(parts[1]) : jsonResponse(200, j);
+  }
+  if (parts.size() == 3 && parts[2] == "diagnosis") {
+    auto d = queryDiagnosis(r.q, parts[1]);
+    if (d.is_null()) return store_.job(parts[1]) ? error(404, "job has no verdict") : unknownJob(parts[1]);
+    return jsonResponse(200, d);
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> Api::readNodes(const ReadRequest& r) {
+  const auto& parts = r.parts;
+  if (parts.size() == 1) {
+    if (param(r.query, "rank") == "1" || param(r.query, "rank") == "true") {
+      auto s = r.since("7d");
+      if (!s) return ReadRequest::badSince();
+      size_t min_jobs = 1;
+      if (!param(r.query, "min_jobs").empty())
+        min_jobs = std::strtoul(param(r.query, "min_jobs").c_str(), nullptr, 10);
+      return jsonResponse(200, queryFleet(r.q, *s, min_jobs));
+    }
+    return jsonResponse(200, queryNodes(r.q));
+  }
+  if (parts.size() == 2) {
+    auto s = r.since("7d");
+    if (!s) return ReadRequest::badSince();
+    auto n = queryNode(r.q, parts[1], *s);
+    return n.is_null() ? error(404, "unknown node") : jsonResponse(200, n);
+  }
+  return std::nullopt;
 }
 
 }  // namespace faultline::aggregator

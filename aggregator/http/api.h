@@ -96,8 +96,17 @@ class Api {
  private:
   // 404 for a job id this store does not hold, naming the relayed jobs of that site-local id.
   HttpResponse unknownJob(const std::string& job_id);
+  struct ReadRequest;  // api.cpp
   HttpResponse route(const HttpRequest& request, const std::string& path,
                      const std::multimap<std::string, std::string>& query);
+  // The FACT routes, the writes, and the methods no route takes; nullopt: a read, routed on.
+  std::optional<HttpResponse> routeWrite(const HttpRequest& request, const std::vector<std::string>& parts);
+  HttpResponse health();
+  HttpResponse metricsPage();
+  nlohmann::json relayStatus() const;
+  // /jobs... and /nodes...; nullopt: no such route there.
+  std::optional<HttpResponse> readJobs(const ReadRequest& r);
+  std::optional<HttpResponse> readNodes(const ReadRequest& r);
   HttpResponse jobEvent(const HttpRequest& request, const std::string& job_id, bool end);
   HttpResponse jobOutput(const HttpRequest& request, const std::string& job_id);
   // The dashboard: pages and assets under /ui/ (web/, built in).

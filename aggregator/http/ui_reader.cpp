@@ -97,82 +97,103 @@ std::unique_ptr<UiReader> UiReader::open(const std::string& path, std::string* e
   return std::unique_ptr<UiReader>(new UiReader(std::move(db), scan_above));
 }
 
+// The statements a sync writes the dashboard's temp tables with (temp.ui_latest: one row per
+// job's latest revision; temp.ui_blamed: the nodes it blames).
+struct UiReader::CacheWriter {
+  sql::Stmt put, drop, unblame, blame;
+  explicit CacheWriter(sql::Db& db)
+      : put(db.get(), dialect(db, "INSERT INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(job_id) "
+                                  "DO UPDATE SET revision = ?2, sub_domain = ?3, rule = ?4, summary = ?5, "
+                                  "responsible = ?6")),
+        drop(db.get(), dialect(db, "DELETE FROM temp.ui_latest WHERE job_id = ?1")),
+        unblame(db.get(), dialect(db, "DELETE FROM temp.ui_blamed WHERE job_id = ?1")),
+        blame(db.get(), dialect(db, "INSERT INTO temp.ui_blamed VALUES(?1, ?2) ON CONFLICT DO NOTHING")) {}
+};
+
+// SQLite: whether nothing was committed to the store since the last sync (by any connection);
+// PostgreSQL has no such counter: never. nullopt + *error when it cannot be read.
+std::optional<bool> UiReader::unchangedSinceSync(std::string* error) {
+  if (db_->postgres()) return false;
+  sql::Stmt version(db_->get(), "PRAGMA data_version");
+  if (version.step() != sql::kRow) {
+    *error = "store: " + db_->errmsg();
+    return std::nullopt;
+  }
+  if (data_version_ && version.i64(0) == *data_version_) return true;
+  data_version_ = version.i64(0);
+  return false;
+}
+
+// Jobs cached that have no latest revision any more (pruned) leave the temp tables.
+void UiReader::dropGone(const std::unordered_map<std::string, int64_t>& latest, CacheWriter& w) {
+  for (auto it = cached_.begin(); it != cached_.end();) {
+    if (latest.count(it->first)) {
+      ++it;
+      continue;
+    }
+    w.drop.reset();
+    w.drop.bind(1, it->first);
+    w.drop.step();
+    w.unblame.reset();
+    w.unblame.bind(1, it->first);
+    w.unblame.step();
+    it = cached_.erase(it);
+  }
+}
+
+// Stores one revision's fields (sub_domain, cause rule, cause summary, responsible nodes: the
+// columns of `row`, in that order) and the nodes it blames.
+bool UiReader::cacheRevision(const std::string& job, int64_t revision, sql::Stmt& row, CacheWriter& w,
+                             std::string* error) {
+  w.put.reset();
+  w.put.bind(1, job).bind(2, revision).bind(3, row.text(0));
+  if (row.isNull(1)) w.put.bindNull(4);
+  else w.put.bind(4, row.text(1));
+  if (row.isNull(2)) w.put.bindNull(5);
+  else w.put.bind(5, row.text(2));
+  // The blamed nodes' names (json_extract shares one parse of the diagnosis).
+  json names = json::array();
+  for (const auto& r : parsedOr(row.text(3), json::array()))
+    if (r.is_object() && r.contains("node") && r["node"].is_string()) names.push_back(r["node"]);
+  w.put.bind(6, names.dump());
+  bool ok = w.put.step() == sql::kDone;
+  w.unblame.reset();
+  w.unblame.bind(1, job);
+  ok = ok && w.unblame.step() == sql::kDone;
+  for (const auto& node : names) {
+    w.blame.reset();
+    w.blame.bind(1, node.get<std::string>()).bind(2, job);
+    ok = ok && w.blame.step() == sql::kDone;
+  }
+  if (!ok) *error = "ui cache: " + db_->errmsg();
+  else cached_[job] = revision;
+  return ok;
+}
+
 // The latest revision of every job, from the verdicts_latest index alone (its entries carry the
 // key: job_id, revision), compared with the cache; only new or changed revisions are read and
 // their diagnosis parsed once. One snapshot of the store for the sync and the query after it.
 bool UiReader::sync(std::string* error) {
-  // Nothing committed to the store since the last sync (by any other connection): up to date.
-  // (PostgreSQL has no such counter: the latest revisions are compared every time.)
-  if (!db_->postgres()) {
-    sql::Stmt version(db_->get(), "PRAGMA data_version");
-    if (version.step() != sql::kRow) {
-      *error = "store: " + db_->errmsg();
-      return false;
-    }
-    if (data_version_ && version.i64(0) == *data_version_) return true;
-    data_version_ = version.i64(0);
-  }
-  std::unordered_map<std::string, int64_t> now;
+  auto unchanged = unchangedSinceSync(error);
+  if (!unchanged) return false;
+  if (*unchanged) return true;
+  std::unordered_map<std::string, int64_t> latest;
   {
     sql::Stmt s(db_->get(), dialect(*db_, "SELECT job_id, revision FROM verdicts INDEXED BY verdicts_latest WHERE latest = 1"));
     int rc;
-    while ((rc = s.step()) == sql::kRow) now[s.text(0)] = s.i64(1);
+    while ((rc = s.step()) == sql::kRow) latest[s.text(0)] = s.i64(1);
     if (rc != sql::kDone) {
       *error = "store: " + db_->errmsg();
       return false;
     }
   }
-
-  sql::Stmt put(db_->get(), dialect(*db_, "INSERT INTO temp.ui_latest VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(job_id) "
-                                          "DO UPDATE SET revision = ?2, sub_domain = ?3, rule = ?4, summary = ?5, "
-                                          "responsible = ?6"));
-  sql::Stmt drop(db_->get(), dialect(*db_, "DELETE FROM temp.ui_latest WHERE job_id = ?1"));
-  sql::Stmt unblame(db_->get(), dialect(*db_, "DELETE FROM temp.ui_blamed WHERE job_id = ?1"));
-  sql::Stmt blame(db_->get(), dialect(*db_, "INSERT INTO temp.ui_blamed VALUES(?1, ?2) ON CONFLICT DO NOTHING"));
-  for (auto it = cached_.begin(); it != cached_.end();) {
-    if (now.count(it->first)) {
-      ++it;
-      continue;
-    }
-    drop.reset();
-    drop.bind(1, it->first);
-    drop.step();
-    unblame.reset();
-    unblame.bind(1, it->first);
-    unblame.step();
-    it = cached_.erase(it);
-  }
+  CacheWriter w(*db_);
+  dropGone(latest, w);
   std::vector<std::pair<std::string, int64_t>> missing;
-  for (const auto& [job, revision] : now) {
+  for (const auto& [job, revision] : latest) {
     auto c = cached_.find(job);
     if (c == cached_.end() || c->second != revision) missing.emplace_back(job, revision);
   }
-  // Stores one revision's fields (the columns of `read` or of the scan below, same order).
-  auto store = [&](const std::string& job, int64_t revision, sql::Stmt& row) {
-    put.reset();
-    put.bind(1, job).bind(2, revision).bind(3, row.text(0));
-    if (row.isNull(1)) put.bindNull(4);
-    else put.bind(4, row.text(1));
-    if (row.isNull(2)) put.bindNull(5);
-    else put.bind(5, row.text(2));
-    // The blamed nodes' names (json_extract shares one parse of the diagnosis).
-    json names = json::array();
-    for (const auto& r : parsedOr(row.text(3), json::array()))
-      if (r.is_object() && r.contains("node") && r["node"].is_string()) names.push_back(r["node"]);
-    put.bind(6, names.dump());
-    bool ok = put.step() == sql::kDone;
-    unblame.reset();
-    unblame.bind(1, job);
-    ok = ok && unblame.step() == sql::kDone;
-    for (const auto& node : names) {
-      blame.reset();
-      blame.bind(1, node.get<std::string>()).bind(2, job);
-      ok = ok && blame.step() == sql::kDone;
-    }
-    if (!ok) *error = "ui cache: " + db_->errmsg();
-    else cached_[job] = revision;
-    return ok;
-  };
   const std::string kFields = fmt::format("sub_domain, {}, {}, {}", db_->jsonText("diagnosis", "cause.rule_id"),
                                           db_->jsonText("diagnosis", "cause.summary"),
                                           db_->jsonText("diagnosis", "responsible_nodes"));
@@ -181,11 +202,11 @@ bool UiReader::sync(std::string* error) {
     sql::Stmt scan(db_->get(), std::string("SELECT ") + kFields + ", job_id, revision FROM verdicts");
     int rc;
     while ((rc = scan.step()) == sql::kRow) {
-      auto it = now.find(scan.text(4));
-      if (it == now.end() || it->second != scan.i64(5)) continue;  // not the latest revision
+      auto it = latest.find(scan.text(4));
+      if (it == latest.end() || it->second != scan.i64(5)) continue;  // not the latest revision
       auto c = cached_.find(it->first);
       if (c != cached_.end() && c->second == it->second) continue;
-      if (!store(it->first, it->second, scan)) return false;
+      if (!cacheRevision(it->first, it->second, scan, w, error)) return false;
     }
     if (rc != sql::kDone) {
       *error = "store: " + db_->errmsg();
@@ -198,7 +219,7 @@ bool UiReader::sync(std::string* error) {
     read.reset();
     read.bind(1, job).bind(2, revision);
     if (read.step() != sql::kRow) continue;  // pruned meanwhile
-    if (!store(job, revision, read)) return false;
+    if (!cacheRevision(job, revision, read, w, error)) return false;
   }
   return true;
 }

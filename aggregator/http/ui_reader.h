@@ -23,6 +23,7 @@ namespace faultline::aggregator {
 
 namespace sql {
 class Db;
+class Stmt;
 }
 
 struct JobPageFilter {
@@ -58,6 +59,10 @@ class UiReader {
  private:
   UiReader(std::unique_ptr<sql::Db> db, size_t scan_above);
   bool sync(std::string* error);
+  struct CacheWriter;  // ui_reader.cpp
+  std::optional<bool> unchangedSinceSync(std::string* error);
+  void dropGone(const std::unordered_map<std::string, int64_t>& latest, CacheWriter& w);
+  bool cacheRevision(const std::string& job, int64_t revision, sql::Stmt& row, CacheWriter& w, std::string* error);
   template <typename F>
   auto withSnapshot(std::string* error, F&& read) -> decltype(read());
   std::optional<nlohmann::json> jobsLocked(const JobPageFilter& f, int64_t* total, std::string* error);

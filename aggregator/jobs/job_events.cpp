@@ -57,6 +57,155 @@ bool exitCodeForm(std::string_view ec) {
 constexpr int64_t kEventDayNs = 86400LL * 1'000'000'000;
 constexpr int64_t kYear2000Ns = 946'684'800LL * 1'000'000'000;
 
+// Every key is one of these (docs/api.md); "nodelist" is the bundle format's name for "nodes",
+// accepted on purpose. Anything else is refused, not ignored: a misspelt key would otherwise turn
+// a failed job into a completed one without nodes.
+bool checkKeys(const json& b, std::string* error) {
+  static const std::set<std::string> kKeys = {"nodes",      "nodelist",        "state",     "exit_code",
+                                              "time",       "start_time",      "ntasks_per_node", "time_limit",
+                                              "name",       "user",            "partition"};
+  for (const auto& [key, value] : b.items())
+    if (!kKeys.count(key)) {
+      *error = fmt::format("unknown key '{}' (known: {})", key.size() > 40 ? key.substr(0, 40) + "..." : key,
+                           fmt::join(kKeys, ", "));
+      return false;
+    }
+  if (b.contains("nodes") && b.contains("nodelist")) {
+    *error = "give nodes or nodelist, not both";
+    return false;
+  }
+  return true;
+}
+
+// nodes / nodelist: a Slurm host list or an array of host names.
+bool readNodes(const json& b, JobUpdate& u, std::string* error) {
+  const char* nodes_key = b.contains("nodelist") ? "nodelist" : "nodes";
+  if (!b.contains(nodes_key)) return true;
+  const json& n = b[nodes_key];
+  if (n.is_string()) {
+    u.nodelist = n.get<std::string>();
+    return true;
+  }
+  if (!n.is_array()) {
+    *error = fmt::format("{} must be a Slurm host list or an array of host names, not {}", nodes_key, n.type_name());
+    return false;
+  }
+  for (const auto& e : n) {
+    if (!e.is_string() || e.get<std::string>().empty()) {
+      *error = fmt::format("{} must be a Slurm host list or an array of host names", nodes_key);
+      return false;
+    }
+    u.nodes.push_back(e.get<std::string>());
+  }
+  return true;
+}
+
+// state (a Slurm job state word) and exit_code ("1:0", or a bare unsigned exit code).
+bool readStateAndExit(const json& b, JobUpdate& u, std::string* error) {
+  if (b.contains("state")) {
+    if (!b["state"].is_string()) {
+      *error = "state must be a string";
+      return false;
+    }
+    u.state = b["state"].get<std::string>();
+  }
+  if (b.contains("exit_code")) {
+    if (b["exit_code"].is_string()) {
+      u.exit_code = b["exit_code"].get<std::string>();
+    } else if (b["exit_code"].is_number_unsigned()) {
+      u.exit_code = std::to_string(b["exit_code"].get<uint64_t>());
+    } else {
+      *error = "exit_code must be a string";
+      return false;
+    }
+  }
+  if (!u.state.empty() && !slurmState(u.state)) {
+    *error = fmt::format("state '{}' is not a Slurm job state (FAILED, COMPLETED, TIMEOUT, NODE_FAIL, "
+                         "OUT_OF_MEMORY, CANCELLED, PREEMPTED, ...)", u.state.substr(0, 40));
+    return false;
+  }
+  if (!u.exit_code.empty() && !exitCodeForm(u.exit_code)) {
+    *error = fmt::format("exit_code '{}' is not EXIT[:SIGNAL]", u.exit_code.substr(0, 40));
+    return false;
+  }
+  return true;
+}
+
+// The time at `key` into *out (absent: unchanged). A time a day past now (beyond any clock skew)
+// or before 2000 is a mistake; a job started in the future would take in every later symptom of
+// its nodes.
+bool readEventTime(const json& b, const char* key, int64_t now_ns, int64_t* out, std::string* error) {
+  if (!b.contains(key)) return true;
+  auto parsed = timeOf(b[key]);
+  if (!parsed) {
+    *error = fmt::format("bad {}: not an ISO 8601 time or Unix seconds", key);
+    return false;
+  }
+  if (*parsed < kYear2000Ns || (now_ns > 0 && *parsed > now_ns + kEventDayNs)) {
+    *error = fmt::format("{} {} is {}", key, common::formatTimeNs(*parsed),
+                         *parsed < kYear2000Ns ? "before 2000" : "more than a day in the future");
+    return false;
+  }
+  *out = *parsed;
+  return true;
+}
+
+// The event's time as the job's start or end (and, for an end, its start_time); the state a start
+// or an end implies when none is given.
+bool readTimes(const json& b, JobEventKind kind, int64_t now_ns, JobUpdate& u, std::string* error) {
+  int64_t t = now_ns;
+  if (!readEventTime(b, "time", now_ns, &t, error)) return false;
+  if (kind == JobEventKind::kStart) {
+    if (u.nodelist.empty() && u.nodes.empty()) {
+      *error = "a job start names the job's nodes (nodes: a Slurm host list or an array)";
+      return false;
+    }
+    u.start_ns = t;
+    if (u.state.empty()) u.state = "RUNNING";
+    return true;
+  }
+  u.end_ns = t;
+  if (u.state.empty()) u.state = exitCodeFailed(u.exit_code) ? "FAILED" : "COMPLETED";
+  if (!readEventTime(b, "start_time", now_ns, &u.start_ns, error)) return false;
+  if (u.start_ns && u.start_ns > u.end_ns) {
+    *error = "start_time is after the end";
+    return false;
+  }
+  return true;
+}
+
+// ntasks_per_node, time_limit, and the workload (name, user, partition: a job's baseline runs
+// share it, docs/aggregator.md).
+bool readShape(const json& b, JobUpdate& u, std::string* error) {
+  if (b.contains("ntasks_per_node")) {
+    if (!b["ntasks_per_node"].is_number_integer() || b["ntasks_per_node"].get<int64_t>() < 0 ||
+        b["ntasks_per_node"].get<int64_t>() > 100000) {
+      *error = "ntasks_per_node must be an integer in [0, 100000]";
+      return false;
+    }
+    u.ntasks_per_node = b["ntasks_per_node"].get<int>();
+  }
+  if (b.contains("time_limit")) {
+    auto d = b["time_limit"].is_string() ? common::parseSlurmDuration(b["time_limit"].get<std::string>()) : std::nullopt;
+    if (!d) {
+      *error = "time_limit must be a Slurm duration ([D-]HH:MM:SS or minutes)";
+      return false;
+    }
+    u.time_limit_sec = *d;
+  }
+  for (auto [key, field] : {std::pair{"name", &u.workload.name}, {"user", &u.workload.user},
+                            {"partition", &u.workload.partition}}) {
+    if (!b.contains(key)) continue;
+    if (!b[key].is_string() || b[key].get_ref<const std::string&>().size() > 256 ||
+        b[key].get_ref<const std::string&>().find('\0') != std::string::npos) {
+      *error = fmt::format("{} must be a string of at most 256 bytes", key);
+      return false;
+    }
+    *field = b[key].get<std::string>();
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& job_id, JobEventKind kind,
@@ -66,130 +215,12 @@ std::optional<JobUpdate> jobUpdateFromJson(const json& body, const std::string& 
     return std::nullopt;
   }
   const json b = body.is_null() ? json::object() : body;
-  // Every key is one of these (docs/api.md); "nodelist" is the bundle format's name for "nodes",
-  // accepted on purpose. Anything else is refused, not ignored: a misspelt key would otherwise
-  // turn a failed job into a completed one without nodes.
-  static const std::set<std::string> kKeys = {"nodes",      "nodelist",        "state",     "exit_code",
-                                              "time",       "start_time",      "ntasks_per_node", "time_limit",
-                                              "name",       "user",            "partition"};
-  for (const auto& [key, value] : b.items())
-    if (!kKeys.count(key)) {
-      *error = fmt::format("unknown key '{}' (known: {})", key.size() > 40 ? key.substr(0, 40) + "..." : key,
-                           fmt::join(kKeys, ", "));
-      return std::nullopt;
-    }
-  if (b.contains("nodes") && b.contains("nodelist")) {
-    *error = "give nodes or nodelist, not both";
-    return std::nullopt;
-  }
+  if (!checkKeys(b, error)) return std::nullopt;
   JobUpdate u;
   u.job_id = job_id;
-  const char* nodes_key = b.contains("nodelist") ? "nodelist" : "nodes";
-  if (b.contains(nodes_key)) {
-    const json& n = b[nodes_key];
-    if (n.is_string()) {
-      u.nodelist = n.get<std::string>();
-    } else if (n.is_array()) {
-      for (const auto& e : n) {
-        if (!e.is_string() || e.get<std::string>().empty()) {
-          *error = fmt::format("{} must be a Slurm host list or an array of host names", nodes_key);
-          return std::nullopt;
-        }
-        u.nodes.push_back(e.get<std::string>());
-      }
-    } else {
-      *error = fmt::format("{} must be a Slurm host list or an array of host names, not {}", nodes_key, n.type_name());
-      return std::nullopt;
-    }
-  }
-  if (b.contains("state")) {
-    if (!b["state"].is_string()) {
-      *error = "state must be a string";
-      return std::nullopt;
-    }
-    u.state = b["state"].get<std::string>();
-  }
-  if (b.contains("exit_code")) {  // "1:0", or a bare unsigned exit code
-    if (b["exit_code"].is_string()) {
-      u.exit_code = b["exit_code"].get<std::string>();
-    } else if (b["exit_code"].is_number_unsigned()) {
-      u.exit_code = std::to_string(b["exit_code"].get<uint64_t>());
-    } else {
-      *error = "exit_code must be a string";
-      return std::nullopt;
-    }
-  }
-  if (!u.state.empty() && !slurmState(u.state)) {
-    *error = fmt::format("state '{}' is not a Slurm job state (FAILED, COMPLETED, TIMEOUT, NODE_FAIL, "
-                         "OUT_OF_MEMORY, CANCELLED, PREEMPTED, ...)", u.state.substr(0, 40));
+  if (!readNodes(b, u, error) || !readStateAndExit(b, u, error) || !readTimes(b, kind, now_ns, u, error) ||
+      !readShape(b, u, error))
     return std::nullopt;
-  }
-  if (!u.exit_code.empty() && !exitCodeForm(u.exit_code)) {
-    *error = fmt::format("exit_code '{}' is not EXIT[:SIGNAL]", u.exit_code.substr(0, 40));
-    return std::nullopt;
-  }
-  // A time a day past now (beyond any clock skew) or before 2000 is a mistake; a job started in
-  // the future would take in every later symptom of its nodes.
-  auto timeAt = [&](const char* key, int64_t* out) {
-    if (!b.contains(key)) return true;
-    auto parsed = timeOf(b[key]);
-    if (!parsed) {
-      *error = fmt::format("bad {}: not an ISO 8601 time or Unix seconds", key);
-      return false;
-    }
-    if (*parsed < kYear2000Ns || (now_ns > 0 && *parsed > now_ns + kEventDayNs)) {
-      *error = fmt::format("{} {} is {}", key, common::formatTimeNs(*parsed),
-                           *parsed < kYear2000Ns ? "before 2000" : "more than a day in the future");
-      return false;
-    }
-    *out = *parsed;
-    return true;
-  };
-  int64_t t = now_ns;
-  if (!timeAt("time", &t)) return std::nullopt;
-  if (kind == JobEventKind::kStart) {
-    if (u.nodelist.empty() && u.nodes.empty()) {
-      *error = "a job start names the job's nodes (nodes: a Slurm host list or an array)";
-      return std::nullopt;
-    }
-    u.start_ns = t;
-    if (u.state.empty()) u.state = "RUNNING";
-  } else {
-    u.end_ns = t;
-    if (u.state.empty()) u.state = exitCodeFailed(u.exit_code) ? "FAILED" : "COMPLETED";
-    if (!timeAt("start_time", &u.start_ns)) return std::nullopt;
-    if (u.start_ns && u.start_ns > u.end_ns) {
-      *error = "start_time is after the end";
-      return std::nullopt;
-    }
-  }
-  if (b.contains("ntasks_per_node")) {
-    if (!b["ntasks_per_node"].is_number_integer() || b["ntasks_per_node"].get<int64_t>() < 0 ||
-        b["ntasks_per_node"].get<int64_t>() > 100000) {
-      *error = "ntasks_per_node must be an integer in [0, 100000]";
-      return std::nullopt;
-    }
-    u.ntasks_per_node = b["ntasks_per_node"].get<int>();
-  }
-  if (b.contains("time_limit")) {
-    auto d = b["time_limit"].is_string() ? common::parseSlurmDuration(b["time_limit"].get<std::string>()) : std::nullopt;
-    if (!d) {
-      *error = "time_limit must be a Slurm duration ([D-]HH:MM:SS or minutes)";
-      return std::nullopt;
-    }
-    u.time_limit_sec = *d;
-  }
-  // The workload (a job's baseline runs share it: docs/aggregator.md).
-  for (auto [key, field] : {std::pair{"name", &u.workload.name}, {"user", &u.workload.user},
-                            {"partition", &u.workload.partition}}) {
-    if (!b.contains(key)) continue;
-    if (!b[key].is_string() || b[key].get_ref<const std::string&>().size() > 256 ||
-        b[key].get_ref<const std::string&>().find('\0') != std::string::npos) {
-      *error = fmt::format("{} must be a string of at most 256 bytes", key);
-      return std::nullopt;
-    }
-    *field = b[key].get<std::string>();
-  }
   return u;
 }
 

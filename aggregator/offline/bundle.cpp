@@ -387,6 +387,161 @@ ScanResult scanJobLog(const std::string& path, const std::string& node,
   return result;
 }
 
+namespace {
+
+// Files of a bundle that are not logs.
+const std::set<std::string> kNotLogs = {"job.json",       "sacct.json", "expected.json",
+                                        "first_run.json", "README.md",  "node.json"};
+
+// The job's description: job.json, else sacct.json, else the Kubernetes objects (kube/*.json),
+// which are loaded in every case for the pods' nodes and ranks and the events (kube_job.h).
+// false + *error when none describes the job.
+bool describeJob(const fs::path& root, const std::string& dir, Bundle& b, std::optional<KubeJob>* kube,
+                 std::string* error) {
+  bool described = true;
+  if (auto text = slurp(root / "job.json")) {
+    auto job = common::parseJobJson(*text, error);
+    if (!job) return false;
+    b.job = std::move(*job);
+  } else if (auto sacct = slurp(root / "sacct.json")) {
+    auto job = common::parseSacctJson(*sacct, "", error);
+    if (!job) return false;
+    b.job = std::move(*job);
+  } else {
+    described = false;
+  }
+  std::error_code ec;
+  if (fs::is_directory(root / "kube", ec)) {
+    std::string kube_error;
+    *kube = loadKubeDir((root / "kube").string(), &kube_error);
+    if (!*kube && !described) {
+      *error = fmt::format("{}: {}", dir, kube_error);
+      return false;
+    }
+    if (*kube && !described) b.job = (*kube)->job, described = true;
+  }
+  if (!described) *error = fmt::format("{}: no job.json, sacct.json or kube/", dir);
+  return described;
+}
+
+// One bundle's scan: what every file is read with, and the symptoms of them all aggregated.
+class BundleScan {
+ public:
+  BundleScan(const fs::path& root, const common::RuleEngine& engine, const BundleOptions& options, Bundle& b)
+      : root_(root), engine_(engine), options_(options), b_(b), agg_(options.aggregation_window_ns),
+        job_hosts_(std::make_shared<const common::HostSet>(b.job.nodes.begin(), b.job.nodes.end())) {
+    if (b.job.start_ns) default_year_ = common::yearOfNs(b.job.start_ns);
+    if (options.mine_unmatched) unmatched_.emplace(options.unmatched);
+    // Node-local stamps of nodes whose node.json names no zone are read in the job's zone, if the
+    // job states one, else as UTC; the coverage entry of each such file says which.
+    if (!b.job.timezone.empty()) {
+      std::string err;
+      job_zone_ = resolveTimeZone(b.job.timezone, &err, options.zoneinfo_dir);
+      if (job_zone_) job_zone_note_ = "job's zone from job.json";
+      else b.coverage.push_back({"", (root / "job.json").string(), "job.json", 0, 1, "error",
+                                 fmt::format("timezone '{}': {}", b.job.timezone, err)});
+    }
+  }
+
+  // Every node folder (nodes/NODE), in name order.
+  void scanNodes() {
+    std::error_code ec;
+    std::vector<std::string> node_names;
+    if (fs::is_directory(root_ / "nodes", ec))
+      for (auto it = fs::directory_iterator(root_ / "nodes", ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+        if (it->is_directory()) node_names.push_back(it->path().filename().string());
+    std::sort(node_names.begin(), node_names.end());
+    for (const auto& node : node_names) scanNode(node);
+  }
+
+  // Job-wide logs: ranks map to nodes through the job's layout.
+  void scanJobLogs() {
+    const std::string sole_node = b_.job.nodes.size() == 1 ? b_.job.nodes.front() : std::string();
+    for (const auto& f : listFiles(root_, false)) {
+      if (kNotLogs.count(fs::path(f).filename().string())) continue;
+      LogFormat format = detectFile(f);
+      common::ParseOptions popts;
+      popts.default_year = default_year_;
+      popts.local_zone = job_zone_;
+      popts.known_hosts = job_hosts_;
+      const common::JobInfo& job = b_.job;
+      FileScan scan{engine_, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
+                    &agg_, nullptr, um(), sole_node};
+      auto cov = scanOne(f, format, popts, scan, options_.read_chunk, job_zone_note_);
+      b_.coverage.push_back(std::move(cov));
+      b_.last_record_ns = std::max(b_.last_record_ns, scan.last_ns);
+    }
+  }
+
+  void scanKube(const KubeJob& kube) { addKubeEvidence(root_, kube, engine_, b_, agg_, options_.read_chunk, um()); }
+
+  // A job node without a folder or any record is "missing"; the symptoms, their devices and the
+  // unmatched lines' templates into the bundle.
+  void finish() {
+    for (const auto& n : b_.job.nodes)
+      if (!b_.nodes.count(n) && std::none_of(b_.coverage.begin(), b_.coverage.end(),
+                                             [&n](const CoverageEntry& c) { return c.node == n && c.records > 0; }))
+        b_.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
+    b_.symptoms = agg_.drainAll();
+    annotateDevices(b_.symptoms, b_.nodes, b_.job.nodes);
+    if (unmatched_) b_.unmatched = unmatched_->templates();
+  }
+
+ private:
+  common::UnmatchedLines* um() { return unmatched_ ? &*unmatched_ : nullptr; }
+
+  // A node's folder: its node.json, then its logs in format order (a boot time one gives the next).
+  void scanNode(const std::string& node) {
+    fs::path ndir = root_ / "nodes" / node;
+    NodeInfo info;
+    if (auto text = slurp(ndir / "node.json")) {
+      std::string warning;
+      info = parseNodeJson(*text, &warning);
+      if (!warning.empty())
+        b_.coverage.push_back({node, (ndir / "node.json").string(), "node.json", 0, 1, "error", warning});
+    }
+    std::vector<std::pair<LogFormat, std::string>> files;
+    for (const auto& f : listFiles(ndir, true)) {
+      if (kNotLogs.count(fs::path(f).filename().string())) continue;
+      files.emplace_back(detectFile(f), f);
+    }
+    std::stable_sort(files.begin(), files.end(),
+                     [](const auto& a, const auto& b) { return formatOrder(a.first) < formatOrder(b.first); });
+    std::optional<int64_t> boot = info.boot_time_ns;
+    if (files.empty()) b_.coverage.push_back({node, "", "", 0, 0, "missing", "no logs in the node's folder"});
+    for (const auto& [format, path] : files) {
+      common::ParseOptions popts;
+      popts.boot_time_ns = boot;
+      popts.boot_id = info.boot_id;
+      popts.default_year = default_year_;
+      popts.local_zone = info.zone ? info.zone : job_zone_;
+      popts.known_hosts = job_hosts_;
+      FileScan scan{engine_, {node, path, common::sourceKindOf(format), {}}, &agg_, nullptr, um()};
+      auto cov = scanOne(path, format, popts, scan, options_.read_chunk, info.zone ? info.zone_source : job_zone_note_);
+      cov.node = node;
+      if (cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
+        b_.covered_by_kind[common::sourceKindOf(format)].insert(node);
+      if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
+      b_.last_record_ns = std::max(b_.last_record_ns, scan.last_ns);
+      b_.coverage.push_back(std::move(cov));
+    }
+    b_.nodes.emplace(node, std::move(info));
+  }
+
+  const fs::path& root_;
+  const common::RuleEngine& engine_;
+  const BundleOptions& options_;
+  Bundle& b_;
+  int default_year_ = 1970;
+  common::SymptomAggregator agg_;
+  std::optional<common::UnmatchedLines> unmatched_;
+  std::shared_ptr<const common::TimeZone> job_zone_;
+  std::string job_zone_note_ = "no zone in node.json or job.json: UTC assumed";
+  const std::shared_ptr<const common::HostSet> job_hosts_;
+};
+
+}  // namespace
+
 std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngine& engine, std::string* error,
                                  const BundleOptions& options) {
   fs::path root(dir);
@@ -396,123 +551,13 @@ std::optional<Bundle> loadBundle(const std::string& dir, const common::RuleEngin
     return std::nullopt;
   }
   Bundle b;
-  bool described = true;
-  if (auto text = slurp(root / "job.json")) {
-    auto job = common::parseJobJson(*text, error);
-    if (!job) return std::nullopt;
-    b.job = std::move(*job);
-  } else if (auto sacct = slurp(root / "sacct.json")) {
-    auto job = common::parseSacctJson(*sacct, "", error);
-    if (!job) return std::nullopt;
-    b.job = std::move(*job);
-  } else {
-    described = false;
-  }
-  // Kubernetes objects (kube/*.json): the job's description when there is no job.json or
-  // sacct.json, and in every case the pods' nodes and ranks and the events (kube_job.h).
   std::optional<KubeJob> kube;
-  if (fs::is_directory(root / "kube", ec)) {
-    std::string kube_error;
-    kube = loadKubeDir((root / "kube").string(), &kube_error);
-    if (!kube && !described) {
-      *error = fmt::format("{}: {}", dir, kube_error);
-      return std::nullopt;
-    }
-    if (kube && !described) b.job = kube->job, described = true;
-  }
-  if (!described) {
-    *error = fmt::format("{}: no job.json, sacct.json or kube/", dir);
-    return std::nullopt;
-  }
-  int default_year = 1970;
-  if (b.job.start_ns) default_year = common::yearOfNs(b.job.start_ns);
-  const std::set<std::string> kSkip = {"job.json", "sacct.json", "expected.json", "first_run.json", "README.md", "node.json"};
-
-  common::SymptomAggregator agg(options.aggregation_window_ns);
-  std::optional<common::UnmatchedLines> unmatched;
-  if (options.mine_unmatched) unmatched.emplace(options.unmatched);
-  common::UnmatchedLines* um = unmatched ? &*unmatched : nullptr;
-  const std::string sole_node = b.job.nodes.size() == 1 ? b.job.nodes.front() : std::string();
-
-  // Node-local stamps of nodes whose node.json names no zone are read in the job's zone, if the
-  // job states one, else as UTC; the coverage entry of each such file says which.
-  std::shared_ptr<const common::TimeZone> job_zone;
-  std::string job_zone_note = "no zone in node.json or job.json: UTC assumed";
-  if (!b.job.timezone.empty()) {
-    std::string err;
-    job_zone = resolveTimeZone(b.job.timezone, &err, options.zoneinfo_dir);
-    if (job_zone) job_zone_note = "job's zone from job.json";
-    else b.coverage.push_back({"", (root / "job.json").string(), "job.json", 0, 1, "error",
-                               fmt::format("timezone '{}': {}", b.job.timezone, err)});
-  }
-
-  const auto job_hosts = std::make_shared<const common::HostSet>(b.job.nodes.begin(), b.job.nodes.end());
-
-  // Node folders.
-  std::vector<std::string> node_names;
-  if (fs::is_directory(root / "nodes", ec))
-    for (auto it = fs::directory_iterator(root / "nodes", ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-      if (it->is_directory()) node_names.push_back(it->path().filename().string());
-  std::sort(node_names.begin(), node_names.end());
-  for (const auto& node : node_names) {
-    fs::path ndir = root / "nodes" / node;
-    NodeInfo info;
-    if (auto text = slurp(ndir / "node.json")) {
-      std::string warning;
-      info = parseNodeJson(*text, &warning);
-      if (!warning.empty())
-        b.coverage.push_back({node, (ndir / "node.json").string(), "node.json", 0, 1, "error", warning});
-    }
-    std::vector<std::pair<LogFormat, std::string>> files;
-    for (const auto& f : listFiles(ndir, true)) {
-      if (kSkip.count(fs::path(f).filename().string())) continue;
-      files.emplace_back(detectFile(f), f);
-    }
-    std::stable_sort(files.begin(), files.end(),
-                     [](const auto& a, const auto& b) { return formatOrder(a.first) < formatOrder(b.first); });
-    std::optional<int64_t> boot = info.boot_time_ns;
-    if (files.empty()) b.coverage.push_back({node, "", "", 0, 0, "missing", "no logs in the node's folder"});
-    for (const auto& [format, path] : files) {
-      common::ParseOptions popts;
-      popts.boot_time_ns = boot;
-      popts.boot_id = info.boot_id;
-      popts.default_year = default_year;
-      popts.local_zone = info.zone ? info.zone : job_zone;
-      popts.known_hosts = job_hosts;
-      FileScan scan{engine, {node, path, common::sourceKindOf(format), {}}, &agg, nullptr, um};
-      auto cov = scanOne(path, format, popts, scan, options.read_chunk, info.zone ? info.zone_source : job_zone_note);
-      cov.node = node;
-      if (cov.records > 0 && (cov.status == "ok" || cov.status == "partial"))
-        b.covered_by_kind[common::sourceKindOf(format)].insert(node);
-      if (!boot && scan.boot_estimate) boot = scan.boot_estimate;
-      b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
-      b.coverage.push_back(std::move(cov));
-    }
-    b.nodes.emplace(node, std::move(info));
-  }
-  // Job-wide logs: ranks map to nodes through the job's layout.
-  for (const auto& f : listFiles(root, false)) {
-    if (kSkip.count(fs::path(f).filename().string())) continue;
-    LogFormat format = detectFile(f);
-    common::ParseOptions popts;
-    popts.default_year = default_year;
-    popts.local_zone = job_zone;
-    popts.known_hosts = job_hosts;
-    const common::JobInfo& job = b.job;
-    FileScan scan{engine, {"", f, common::sourceKindOf(format), [&job](int r) { return job.nodeOfRank(r); }},
-                  &agg, nullptr, um, sole_node};
-    auto cov = scanOne(f, format, popts, scan, options.read_chunk, job_zone_note);
-    b.coverage.push_back(std::move(cov));
-    b.last_record_ns = std::max(b.last_record_ns, scan.last_ns);
-  }
-  if (kube) addKubeEvidence(root, *kube, engine, b, agg, options.read_chunk, um);
-  for (const auto& n : b.job.nodes)
-    if (!b.nodes.count(n) && std::none_of(b.coverage.begin(), b.coverage.end(),
-                                          [&n](const CoverageEntry& c) { return c.node == n && c.records > 0; }))
-      b.coverage.push_back({n, "", "", 0, 0, "missing", "no logs collected for this node"});
-  b.symptoms = agg.drainAll();
-  annotateDevices(b.symptoms, b.nodes, b.job.nodes);
-  if (unmatched) b.unmatched = unmatched->templates();
+  if (!describeJob(root, dir, b, &kube, error)) return std::nullopt;
+  BundleScan scan(root, engine, options, b);
+  scan.scanNodes();
+  scan.scanJobLogs();
+  if (kube) scan.scanKube(*kube);
+  scan.finish();
   return b;
 }
 

@@ -219,6 +219,12 @@ ALTER TABLE jobs ADD COLUMN partition_name TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_workload ON jobs(name, user_name, partition_name, end_ns);
 ALTER TABLE job_outputs ADD COLUMN unmatched TEXT NOT NULL DEFAULT '[]';
 )sql",
+    // 9: compact symptom rows. A symptom's payload held the whole symptom as JSON, repeating the
+    // row's columns beside it (rule, node, device, times, severity ...): ~900 bytes a row. It now
+    // holds only what no column does, in a small length-prefixed encoding (symptom_codec.h). No
+    // DDL: the stored rows are rewritten (compactSymptomPayloads, maintenance_store.cpp); the
+    // column stays TEXT on both engines (the encoding is UTF-8 text without NUL).
+    "",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

@@ -6,7 +6,8 @@
 #include <set>
 
 #include "aggregator/store/db.h"
-#include "aggregator/store/store.h"
+#include "aggregator/store/node_store.h"
+#include "aggregator/store/store_internal.h"
 
 namespace faultline::aggregator {
 
@@ -53,7 +54,7 @@ common::NodeInventory inventoryFromJson(const json& j) {
 
 }  // namespace
 
-bool Store::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
+bool NodeStore::putInventoryLocked(const std::string& node, const std::string& agent_id, const common::NodeInventory& inv,
                                int64_t now_ns) {
   Stmt s(db_->get(),
          "INSERT INTO node_inventory(node, agent_id, collected_ns, received_ns, inventory, gpu_count, addresses) "
@@ -65,7 +66,7 @@ bool Store::putInventoryLocked(const std::string& node, const std::string& agent
   return s.step() == sql::kDone;
 }
 
-std::map<std::string, common::NodeInventory> Store::inventories(const std::vector<std::string>& nodes) {
+std::map<std::string, common::NodeInventory> NodeStore::inventories(const std::vector<std::string>& nodes) {
   Lock lock(*this);
   Stmt s(db_->get(), fmt::format("SELECT node, inventory FROM node_inventory WHERE node IN {}", db_->jsonList(1)));
   s.bind(1, json(nodes).dump());
@@ -74,7 +75,7 @@ std::map<std::string, common::NodeInventory> Store::inventories(const std::vecto
   return out;
 }
 
-std::map<std::string, InventoryFacts> Store::inventoryFacts(const std::vector<std::string>& nodes) {
+std::map<std::string, InventoryFacts> NodeStore::inventoryFacts(const std::vector<std::string>& nodes) {
   Lock lock(*this);
   // The inventory text only for rows stored before migration 7 (gpu_count -2).
   Stmt s(db_->get(), fmt::format("SELECT node, gpu_count, addresses, CASE WHEN gpu_count = -2 THEN inventory ELSE '' END "
@@ -100,7 +101,7 @@ std::map<std::string, InventoryFacts> Store::inventoryFacts(const std::vector<st
   return out;
 }
 
-std::map<std::string, NodeFailures> Store::recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
+std::map<std::string, NodeFailures> NodeStore::recentFailures(const std::vector<std::string>& nodes, int64_t since_ns,
                                                           int64_t until_ns, const std::string& exclude_job_id,
                                                           const std::string& site, size_t max_job_ids) {
   Lock lock(*this);

@@ -9,7 +9,10 @@
 #include <tuple>
 
 #include "aggregator/store/db.h"
-#include "aggregator/store/store.h"
+#include "aggregator/store/node_store.h"
+#include "aggregator/store/relay_store.h"
+#include "aggregator/store/store_internal.h"
+#include "aggregator/store/symptom_codec.h"
 #include "common/hostlist.h"
 
 namespace faultline::aggregator {
@@ -207,12 +210,17 @@ bool packSymptoms(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, Re
     }
   }
   if (o.symptoms) {
-    Stmt s(db.get(), "SELECT id, payload FROM symptoms WHERE id > ? ORDER BY id LIMIT ?");
+    Stmt s(db.get(), fmt::format("SELECT id, {} FROM symptoms WHERE id > ? ORDER BY id LIMIT ?", kSymptomRowColumns));
     s.bind(1, symptom_mark).bind(2, int64_t(o.max_items * 20));
     std::vector<common::Symptom> raw;
     while (s.step() == sql::kRow) {
       symptom_mark = s.i64(0);
-      json j = json::parse(s.text(1), nullptr, false);
+      const std::string_view payload = s.view(12);
+      if (!payload.empty() && payload[0] == kCompactPayloadTag) {
+        raw.push_back(symptomRowAt(s, 1));
+        continue;
+      }
+      json j = json::parse(payload, nullptr, false);  // a row written before migration 9
       if (j.is_object()) raw.push_back(symptomFromJson(j));
     }
     if (raw.size() == o.max_items * 20) r.more = true;
@@ -339,7 +347,7 @@ bool storeRelayedSymptoms(sql::Db& db, const common::RelayBatchData& b, const st
     ins.bind(5, common::subDomainName(s.sub_domain)).bind(6, common::roleName(s.role));
     ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
     ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
-    ins.bind(14, symptomToJson(s).dump());
+    ins.bind(14, encodeSymptomPayload(s, ""));  // the row's boot_id is ''
     if (ins.step() != sql::kRow) return false;
     *last_id = ins.i64(0);
     written(*last_id);
@@ -381,7 +389,7 @@ bool recordRelayLiveness(sql::Db& db, const common::RelayBatchData& b, const std
 
 }  // namespace
 
-bool Store::setRelayCapture(bool on, std::string* error) {
+bool RelayStore::setRelayCapture(bool on, std::string* error) {
   Lock lock(*this);
   sql::Transaction tx(*db_);
   if (!tx.began()) {
@@ -421,7 +429,7 @@ bool Store::setRelayCapture(bool on, std::string* error) {
   return tx.commit(error);
 }
 
-std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions& o, std::string* error) {
+std::optional<RelayCollectResult> RelayStore::relayCollect(const RelayCollectOptions& o, std::string* error) {
   const int64_t now = clock_.nowNs();
   Lock lock(*this);
   sql::Transaction tx(*db_);
@@ -469,7 +477,7 @@ std::optional<RelayCollectResult> Store::relayCollect(const RelayCollectOptions&
   return pack.r;
 }
 
-std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude) {
+std::vector<RelayOutboxBatch> RelayStore::relayUnacked(size_t limit, bool by_severity, const std::vector<uint64_t>& exclude) {
   Lock lock(*this);
   Stmt s(db_->get(), by_severity ? "SELECT seq, max_severity, items, payload FROM relay_outbox "
                                    "ORDER BY max_severity DESC, seq ASC"
@@ -483,14 +491,14 @@ std::vector<RelayOutboxBatch> Store::relayUnacked(size_t limit, bool by_severity
   return out;
 }
 
-bool Store::relayAck(uint64_t sequence) {
+bool RelayStore::relayAck(uint64_t sequence) {
   Lock lock(*this);
   Stmt d(db_->get(), "DELETE FROM relay_outbox WHERE seq = ?");
   d.bind(1, sequence);
   return d.step() == sql::kDone;
 }
 
-RelayOutboxStats Store::relayOutboxStats() {
+RelayOutboxStats RelayStore::relayOutboxStats() {
   Lock lock(*this);
   RelayOutboxStats st;
   Stmt s(db_->get(), "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM relay_outbox");
@@ -509,7 +517,7 @@ RelayOutboxStats Store::relayOutboxStats() {
   return st;
 }
 
-IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_view authenticated_site) {
+IngestResult RelayStore::ingestRelay(const common::RelayBatchData& b, std::string_view authenticated_site) {
   IngestResult r;
   auto reject = [&](std::string reason) {
     r.status = IngestResult::Status::kRejected;
@@ -552,10 +560,10 @@ IngestResult Store::ingestRelay(const common::RelayBatchData& b, std::string_vie
     if (!storeRelayedVerdict(*db_, b.site_id, central(b.verdicts[i].job_id), b.verdicts[i], diagnoses[i], now,
                              &r.unresolved_confirms))
       return reject("store: " + db_->errmsg());
-  for (const auto& e : b.node_events) addNodeEventLocked({e.node, e.time_ns, e.kind, e.detail, central(e.job_id)});
+  for (const auto& e : b.node_events) insertNodeEvent(*db_, {e.node, e.time_ns, e.kind, e.detail, central(e.job_id)});
   // Symptom rows written here are not cached by this path.
   if (!b.symptoms.empty() && !storeRelayedSymptoms(*db_, b, sender, now, &r.last_symptom_id,
-                                                   [this](int64_t id) { cache_.erase(id); }))
+                                                   [this](int64_t id) { core_.cache.erase(id); }))
     return reject("store: " + db_->errmsg());
   if (!recordRelayLiveness(*db_, b, sender, now)) return reject("store: " + db_->errmsg());
   std::string err;

@@ -175,22 +175,131 @@ class TableCopier {
 
 std::string plainTarget(const std::string& t) { return t.rfind("sqlite:", 0) == 0 ? t.substr(7) : t; }
 
+// "" when `from` may be copied into `to`, else why not.
+std::string checkEnds(const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty()) return "both --from and --to are needed";
+  if (from == to) return "--from and --to name the same store";
+  if (!sql::isPostgresUrl(from) && !std::filesystem::exists(from)) return from + ": no such store";
+  return "";
+}
+
+// Per table of the source, its columns with the target's types; nullopt + *error when the target
+// lacks one, or already holds data (copying would mix two stores' histories).
+std::optional<std::vector<std::vector<Column>>> matchColumns(sql::Db& src, sql::Db& dst,
+                                                            const std::vector<std::string>& tables,
+                                                            const std::string& to_name, std::string* error) {
+  std::vector<std::vector<Column>> columns;
+  std::string held;
+  for (const auto& t : tables) {
+    auto want = columnsOf(src, t);
+    auto have = columnsOf(dst, t);
+    if (have.empty()) {
+      *error = fmt::format("{}: no table {} (a schema older than the source's?)", to_name, t);
+      return std::nullopt;
+    }
+    for (auto& c : want) {
+      auto it = std::find_if(have.begin(), have.end(), [&](const Column& h) { return h.name == c.name; });
+      if (it == have.end()) {
+        *error = fmt::format("{}: table {} has no column {}", to_name, t, c.name);
+        return std::nullopt;
+      }
+      c = *it;
+    }
+    columns.push_back(std::move(want));
+    if (t == "meta") continue;
+    auto n = countRows(dst, t);
+    if (!n) {
+      *error = fmt::format("{}: {}", to_name, dst.errmsg());
+      return std::nullopt;
+    }
+    if (*n) held += fmt::format("{}{} {}", held.empty() ? "" : ", ", t, *n);
+  }
+  if (!held.empty()) {
+    *error = fmt::format(
+        "{} already holds data ({}): migrate into an empty database (copying would mix two stores' histories)",
+        to_name, held);
+    return std::nullopt;
+  }
+  return columns;
+}
+
+// The target's triggers (the site relay's capture on verdicts) off while rows are copied, so they
+// do not fire for them (the source's relay_pending rows are copied as they are), and on again.
+class TriggerPause {
+ public:
+  TriggerPause(sql::Db& dst, const std::vector<std::string>& tables) : dst_(dst), tables_(tables) {}
+  bool suspend(std::string* error) {
+    if (dst_.postgres()) {
+      for (const auto& t : tables_)
+        if (!dst_.exec("ALTER TABLE " + sqlName(t) + " DISABLE TRIGGER USER", error)) return false;
+      return true;
+    }
+    std::vector<std::string> names;
+    Stmt s(dst_.get(), "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'");
+    while (s.step() == sql::kRow) {
+      names.push_back(s.text(0));
+      sqlite_triggers_.push_back(s.text(1));
+    }
+    for (const auto& n : names)
+      if (!dst_.exec("DROP TRIGGER " + sqlName(n), error)) return false;
+    return true;
+  }
+  bool restore(std::string* error) {
+    if (dst_.postgres()) {
+      for (const auto& t : tables_)
+        if (!dst_.exec("ALTER TABLE " + sqlName(t) + " ENABLE TRIGGER USER", error)) return false;
+      return true;
+    }
+    for (const auto& sql_text : sqlite_triggers_)
+      if (!dst_.exec(sql_text, error)) return false;
+    return true;
+  }
+
+ private:
+  sql::Db& dst_;
+  const std::vector<std::string>& tables_;
+  std::vector<std::string> sqlite_triggers_;
+};
+
+// One table copied and checked (every source row arrived; meta: the target's own keys may add to
+// them); on PostgreSQL its identity sequences moved past the copied ids so new rows get fresh ones.
+bool copyTable(sql::Db& src, sql::Db& dst, const std::string& t, const std::vector<Column>& columns,
+               StoreCopyResult& result, std::string* error) {
+  auto rows = TableCopier(src, dst, t, columns).run(error);
+  if (!rows) return false;
+  auto source_rows = countRows(src, t);
+  auto target_rows = countRows(dst, t);
+  if (!source_rows || !target_rows || *source_rows != *rows ||
+      (t == "meta" ? *target_rows < *rows : *target_rows != *rows)) {
+    *error = fmt::format("{}: {} rows read, {} in the source, {} in the target", t, *rows,
+                         source_rows ? *source_rows : 0, target_rows ? *target_rows : 0);
+    return false;
+  }
+  result.tables.push_back({t, *rows});
+  if (!dst.postgres()) return true;
+  for (const auto& c : columns) {
+    if (!c.identity) continue;
+    Stmt adv(dst.get(), "SELECT setval(pg_get_serial_sequence(?, ?), MAX(" + sqlName(c.name) + ")) FROM " +
+                            sqlName(t) + " HAVING MAX(" + sqlName(c.name) + ") IS NOT NULL");
+    adv.bind(1, t).bind(2, c.name);
+    int rc = adv.step();
+    if (rc != sql::kRow && rc != sql::kDone) {
+      *error = fmt::format("{}.{}: {}", t, c.name, dst.errmsg());
+      return false;
+    }
+    if (rc == sql::kRow) ++result.sequences;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<StoreCopyResult> copyStore(const std::string& from_arg, const std::string& to_arg,
                                          const common::Clock& clock, std::string* error) {
   const std::string from = plainTarget(from_arg), to = plainTarget(to_arg);
-  const std::string from_name = sql::redactUrl(from), to_name = sql::redactUrl(to);
-  if (from.empty() || to.empty()) {
-    *error = "both --from and --to are needed";
-    return std::nullopt;
-  }
-  if (from == to) {
-    *error = "--from and --to name the same store";
-    return std::nullopt;
-  }
-  if (!sql::isPostgresUrl(from) && !std::filesystem::exists(from)) {
-    *error = from + ": no such store";
+  const std::string to_name = sql::redactUrl(to);
+  if (auto why = checkEnds(from, to); !why.empty()) {
+    *error = why;
     return std::nullopt;
   }
   StoreCopyResult result;
@@ -206,42 +315,9 @@ std::optional<StoreCopyResult> copyStore(const std::string& from_arg, const std:
   if (!dst) return std::nullopt;
   src->setBusyTimeout(10000);
   dst->setBusyTimeout(10000);
-
-  // The target must not hold data yet.
-  std::vector<std::string> tables = tablesOf(*src);
-  std::vector<std::vector<Column>> columns;
-  std::string held;
-  for (const auto& t : tables) {
-    auto want = columnsOf(*src, t);
-    auto have = columnsOf(*dst, t);
-    if (have.empty()) {
-      *error = fmt::format("{}: no table {} (a schema older than the source's?)", to_name, t);
-      return std::nullopt;
-    }
-    // The source's columns, with the target's types.
-    for (auto& c : want) {
-      auto it = std::find_if(have.begin(), have.end(), [&](const Column& h) { return h.name == c.name; });
-      if (it == have.end()) {
-        *error = fmt::format("{}: table {} has no column {}", to_name, t, c.name);
-        return std::nullopt;
-      }
-      c = *it;
-    }
-    columns.push_back(std::move(want));
-    if (t == "meta") continue;
-    auto n = countRows(*dst, t);
-    if (!n) {
-      *error = fmt::format("{}: {}", to_name, dst->errmsg());
-      return std::nullopt;
-    }
-    if (*n) held += fmt::format("{}{} {}", held.empty() ? "" : ", ", t, *n);
-  }
-  if (!held.empty()) {
-    *error = fmt::format(
-        "{} already holds data ({}): migrate into an empty database (copying would mix two stores' histories)",
-        to_name, held);
-    return std::nullopt;
-  }
+  const std::vector<std::string> tables = tablesOf(*src);
+  const auto columns = matchColumns(*src, *dst, tables, to_name, error);
+  if (!columns) return std::nullopt;
 
   // One snapshot of the source; one transaction on the target.
   if (!src->exec(src->postgres() ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN", error)) return std::nullopt;
@@ -250,60 +326,11 @@ std::optional<StoreCopyResult> copyStore(const std::string& from_arg, const std:
     *error = fmt::format("{}: {}", to_name, dst->errmsg());
     return std::nullopt;
   }
-  // Triggers (the site relay's capture on verdicts) must not fire for copied rows: the source's
-  // relay_pending rows are copied as they are.
-  std::vector<std::string> sqlite_triggers;
-  if (dst->postgres()) {
-    for (const auto& t : tables)
-      if (!dst->exec("ALTER TABLE " + sqlName(t) + " DISABLE TRIGGER USER", error)) return std::nullopt;
-  } else {
-    std::vector<std::string> names;
-    Stmt s(dst->get(), "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'");
-    while (s.step() == sql::kRow) {
-      names.push_back(s.text(0));
-      sqlite_triggers.push_back(s.text(1));
-    }
-    for (const auto& n : names)
-      if (!dst->exec("DROP TRIGGER " + sqlName(n), error)) return std::nullopt;
-  }
-
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const auto& t = tables[i];
-    auto rows = TableCopier(*src, *dst, t, columns[i]).run(error);
-    if (!rows) return std::nullopt;
-    // Every source row arrived (meta: the target's own keys may add to them).
-    auto source_rows = countRows(*src, t);
-    auto target_rows = countRows(*dst, t);
-    if (!source_rows || !target_rows || *source_rows != *rows ||
-        (t == "meta" ? *target_rows < *rows : *target_rows != *rows)) {
-      *error = fmt::format("{}: {} rows read, {} in the source, {} in the target", t, *rows,
-                           source_rows ? *source_rows : 0, target_rows ? *target_rows : 0);
-      return std::nullopt;
-    }
-    result.tables.push_back({t, *rows});
-    if (!dst->postgres()) continue;
-    // New rows must get ids past the copied ones.
-    for (const auto& c : columns[i]) {
-      if (!c.identity) continue;
-      Stmt adv(dst->get(), "SELECT setval(pg_get_serial_sequence(?, ?), MAX(" + sqlName(c.name) + ")) FROM " +
-                               sqlName(t) + " HAVING MAX(" + sqlName(c.name) + ") IS NOT NULL");
-      adv.bind(1, t).bind(2, c.name);
-      int rc = adv.step();
-      if (rc != sql::kRow && rc != sql::kDone) {
-        *error = fmt::format("{}.{}: {}", t, c.name, dst->errmsg());
-        return std::nullopt;
-      }
-      if (rc == sql::kRow) ++result.sequences;
-    }
-  }
-
-  if (dst->postgres()) {
-    for (const auto& t : tables)
-      if (!dst->exec("ALTER TABLE " + sqlName(t) + " ENABLE TRIGGER USER", error)) return std::nullopt;
-  } else {
-    for (const auto& sql_text : sqlite_triggers)
-      if (!dst->exec(sql_text, error)) return std::nullopt;
-  }
+  TriggerPause triggers(*dst, tables);
+  if (!triggers.suspend(error)) return std::nullopt;
+  for (size_t i = 0; i < tables.size(); ++i)
+    if (!copyTable(*src, *dst, tables[i], (*columns)[i], result, error)) return std::nullopt;
+  if (!triggers.restore(error)) return std::nullopt;
   if (!tx.commit(error)) {
     *error = fmt::format("{}: {}", to_name, *error);
     return std::nullopt;

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include "aggregator/store/db.h"
-#include "aggregator/store/store.h"
+#include "aggregator/store/job_store.h"
+#include "aggregator/store/store_internal.h"
+#include "aggregator/store/symptom_codec.h"
+#include "aggregator/store/symptom_store.h"
 
 namespace faultline::aggregator {
 
@@ -97,7 +100,7 @@ bool insertUnmatchedTemplates(sql::Db& db, const std::vector<const common::Sympt
   return true;
 }
 
-std::vector<UnmatchedSighting> Store::unmatchedForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
+std::vector<UnmatchedSighting> SymptomStore::unmatchedForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                          int64_t to_ns, size_t limit) {
   Lock lock(*this);
   // One row per (node, template, kind, timed or not): the lines summed, the earliest row's line
@@ -130,7 +133,7 @@ std::vector<UnmatchedSighting> Store::unmatchedForWindow(const std::vector<std::
   return out;
 }
 
-std::vector<JobRow> Store::workloadBaselines(const JobRow& job, int64_t since_ns, size_t limit) {
+std::vector<JobRow> JobStore::workloadBaselines(const JobRow& job, int64_t since_ns, size_t limit) {
   std::vector<JobRow> out;
   if (job.workload.empty()) return out;
   Lock lock(*this);

@@ -74,6 +74,57 @@ int64_t VerdictEngine::readUpTo(const std::string& job_id) const {
   return it == read_up_to_.end() ? -1 : it->second;
 }
 
+namespace {
+
+// The job's own output (uploaded by the epilog): all of it belongs to the job, its symptoms go
+// into `symptoms`. Ranks the uploader could not place are placed now, through the layout the job
+// has by now. Returns the outputs' coverage and unmatched templates.
+std::pair<std::vector<common::CoverageEntry>, std::vector<common::TemplateSighting>> takeJobOutputs(
+    Store& store, const JobRow& job, std::vector<common::Symptom>& symptoms) {
+  std::vector<common::CoverageEntry> coverage;
+  std::vector<common::TemplateSighting> templates;
+  for (auto& o : store.jobOutputs(job.info.job_id)) {
+    for (auto& t : o.unmatched) templates.push_back(std::move(t));
+    for (auto& s : o.symptoms) {
+      if (s.node.empty())
+        if (auto rank = s.rank()) s.node = job.info.nodeOfRank(*rank);
+      symptoms.push_back(std::move(s));
+    }
+    coverage.push_back(std::move(o.coverage));
+  }
+  return {std::move(coverage), std::move(templates)};
+}
+
+// Coverage from the agents: what each node's sources say, and who is silent.
+std::vector<common::CoverageEntry> agentCoverage(const std::vector<std::string>& nodes,
+                                                 const std::map<std::string, NodeRow>& rows, int64_t now,
+                                                 int64_t agent_timeout_ns) {
+  std::vector<common::CoverageEntry> coverage;
+  for (const auto& n : nodes) {
+    auto found = rows.find(n);
+    const NodeRow* row = found == rows.end() ? nullptr : &found->second;
+    if (!row || row->last_heartbeat_ns == 0) {
+      if (row && row->last_seen_ns && now - row->last_seen_ns <= agent_timeout_ns) {
+        coverage.push_back({n, "agent", "", 0, 0, "partial", "batches but no heartbeat yet"});
+        continue;
+      }
+      coverage.push_back({n, "agent", "", 0, 0, "missing", "no agent has reported from this node"});
+      continue;
+    }
+    if (now - row->last_heartbeat_ns > agent_timeout_ns) {
+      coverage.push_back({n, "agent", "", 0, 0, "missing",
+                          fmt::format("no heartbeat for {}s", (now - row->last_heartbeat_ns) / kSecondNs)});
+      continue;
+    }
+    if (row->sources.empty()) coverage.push_back({n, "agent", "", 0, 0, "ok", ""});
+    for (const auto& s : row->sources)
+      coverage.push_back({n, s.source, s.format, s.records, s.skipped, s.status, s.reason});
+  }
+  return coverage;
+}
+
+}  // namespace
+
 VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason) {
   const int64_t now = clock_.nowNs();
   if (metrics_) metrics_->add("faultline_verdict_evaluations_total");
@@ -97,42 +148,9 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
     if (read_up_to_.size() >= kMaxReadUpTo && !read_up_to_.count(job.info.job_id)) read_up_to_.clear();
     read_up_to_[job.info.job_id] = settled;
   }
-  // The job's own output (uploaded by the epilog): all of it belongs to the job. Ranks the
-  // uploader could not place are placed now, through the layout the job has by now.
-  std::vector<common::CoverageEntry> output_coverage;
-  std::vector<common::TemplateSighting> output_templates;
-  for (auto& o : store_.jobOutputs(job.info.job_id)) {
-    for (auto& t : o.unmatched) output_templates.push_back(std::move(t));
-    for (auto& s : o.symptoms) {
-      if (s.node.empty())
-        if (auto rank = s.rank()) s.node = job.info.nodeOfRank(*rank);
-      symptoms.push_back(std::move(s));
-    }
-    output_coverage.push_back(std::move(o.coverage));
-  }
-  // Coverage from the agents: what each node's sources say, and who is silent.
-  std::vector<common::CoverageEntry> coverage;
+  auto [output_coverage, output_templates] = takeJobOutputs(store_, job, symptoms);
   auto rows = store_.nodes(job.info.nodes);
-  for (const auto& n : job.info.nodes) {
-    auto found = rows.find(n);
-    const NodeRow* row = found == rows.end() ? nullptr : &found->second;
-    if (!row || row->last_heartbeat_ns == 0) {
-      if (row && row->last_seen_ns && now - row->last_seen_ns <= options_.agent_timeout_ns) {
-        coverage.push_back({n, "agent", "", 0, 0, "partial", "batches but no heartbeat yet"});
-        continue;
-      }
-      coverage.push_back({n, "agent", "", 0, 0, "missing", "no agent has reported from this node"});
-      continue;
-    }
-    if (now - row->last_heartbeat_ns > options_.agent_timeout_ns) {
-      coverage.push_back({n, "agent", "", 0, 0, "missing",
-                          fmt::format("no heartbeat for {}s", (now - row->last_heartbeat_ns) / kSecondNs)});
-      continue;
-    }
-    if (row->sources.empty()) coverage.push_back({n, "agent", "", 0, 0, "ok", ""});
-    for (const auto& s : row->sources)
-      coverage.push_back({n, s.source, s.format, s.records, s.skipped, s.status, s.reason});
-  }
+  std::vector<common::CoverageEntry> coverage = agentCoverage(job.info.nodes, rows, now, options_.agent_timeout_ns);
   // Evidence on one node localizes only when the others' agents answered for the window.
   c.covered_nodes.emplace();
   for (const auto& e : coverage)

@@ -343,7 +343,7 @@ TEST_CASE("ingest: a symptom text that is not UTF-8 refuses its batch, payloads 
   CHECK(made1.error.rfind("bad symptom text: ", 0) == 0);
   REQUIRE(made_good.error.empty());
   REQUIRE(made_good.texts.size() == 1);
-  CHECK(made_good.texts[0] == symptomJsonText(good.symptoms[0]));
+  CHECK(made_good.texts[0] == encodeSymptomPayload(good.symptoms[0], good.header.boot_id));
   // Payloads of another batch (a count that does not fit) are refused too, not written.
   auto other = makeBatch("gpu-01", 4, {makeSymptom("gpu-01", "a", kT0), makeSymptom("gpu-01", "b", kT0)});
   auto got = store->ingestBatches(

@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
+#include "aggregator/http/api.h"
 #include "aggregator/jobs/sacct_poller.h"
+#include "aggregator/metrics/metrics.h"
 #include "aggregator/offline/bundle.h"
 #include "aggregator/store/db.h"
 #include "aggregator/verdicts/verdict_engine.h"
@@ -137,7 +140,135 @@ std::vector<std::string> fillFromSamples(Store& store, ManualClock& clock, Verdi
   return judged;
 }
 
+// What a store shows of its symptoms, as text: the API's symptom, job, node and agent answers and
+// each judged job's verdict evaluated afresh (its window read: every payload decoded, no cache).
+std::vector<std::string> shownByStore(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
+                                      const std::vector<std::string>& judged) {
+  Metrics metrics;
+  VerdictEngine engine(store, clock, rules, testVerdictOptions());
+  Api api(store, &engine, metrics, clock, ApiOptions{});
+  std::vector<std::string> shown;
+  auto get = [&](const std::string& target) {
+    auto r = api.handle({"GET", target, "", ""});
+    shown.push_back(target + " " + std::to_string(r.status) + " " + r.body);
+  };
+  get("/symptoms?since=36500d&limit=100000");
+  get("/nodes");
+  get("/agents");
+  std::set<std::string> nodes;
+  for (const auto& id : judged) {
+    get("/jobs/" + id);
+    get("/jobs/" + id + "/diagnosis");
+    auto job = store.job(id);
+    REQUIRE(job);
+    nodes.insert(job->info.nodes.begin(), job->info.nodes.end());
+    const VerdictRow v = engine.evaluate(*job, "test");
+    shown.push_back(id + " evaluated: " + std::to_string(v.symptoms) + " " + std::to_string(v.max_symptom_id) + " " +
+                    common::toJson(v.diagnosis).dump());
+  }
+  // A node's page (its symptoms, history and record) for one node in eight: each takes ~10 ms.
+  size_t k = 0;
+  for (const auto& node : nodes)
+    if (k++ % 8 == 0) get("/nodes/" + node + "?since=36500d");
+  return shown;
+}
+
+// The symptom rows' payloads: how many are compact, and their bytes.
+std::pair<size_t, size_t> compactPayloads(sql::Db& db, size_t* bytes) {
+  sql::Stmt s(db.get(), "SELECT payload FROM symptoms");
+  size_t compact = 0, rows = 0;
+  *bytes = 0;
+  while (s.step() == sql::kRow) {
+    const auto p = s.view(0);
+    ++rows;
+    *bytes += p.size();
+    if (!p.empty() && p[0] == kCompactPayloadTag) ++compact;
+  }
+  return {compact, rows};
+}
+
 }  // namespace
+
+TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples, and the API and "
+          "the verdicts read the same, byte for byte",
+          "[store][migrate]") {
+  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  common::RuleEngine rules(loaded.rules);
+  TempDir dir;
+  ManualClock clock{kT0};
+  const std::string target = storeTarget(dir.file("compact.db"));
+  StoreOptions no_cache;
+  no_cache.symptom_cache_bytes = 0;  // every read decodes the stored payloads
+  std::string error;
+  std::vector<std::string> judged, before;
+  size_t json_bytes = 0;
+  {
+    auto store = Store::open(target, clock, no_cache, &error);
+    INFO(error);
+    REQUIRE(store);
+    {
+      VerdictEngine engine(*store, clock, loaded.rules, testVerdictOptions());
+      judged = fillFromSamples(*store, clock, engine, rules);
+    }
+    REQUIRE(judged.size() >= 20);
+    // The rows as a store of schema 8 holds them: the whole symptom as JSON in the payload.
+    auto raw = sql::Db::open(target, false, &error);
+    REQUIRE(raw);
+    SymptomFilter all;
+    all.limit = 1'000'000;
+    const auto stored = store->symptoms(all);
+    REQUIRE(stored.size() > 200);
+    {
+      sql::Transaction tx(*raw);
+      sql::Stmt legacy(*raw, "UPDATE symptoms SET payload = ? WHERE id = ?");
+      for (const auto& s : stored) {
+        legacy.reset();
+        legacy.bind(1, symptomJsonText(s.symptom)).bind(2, s.id);
+        REQUIRE(legacy.step() == sql::kDone);
+      }
+      REQUIRE(raw->exec(raw->postgres() ? "DELETE FROM faultline_schema WHERE version = 9" : "PRAGMA user_version=8"));
+      REQUIRE(tx.commit());
+    }
+    CHECK(compactPayloads(*raw, &json_bytes).first == 0);
+    before = shownByStore(*store, clock, loaded.rules, judged);
+  }
+  // Opened again: migration 9 rewrites the rows.
+  auto store = Store::open(target, clock, no_cache, &error);
+  INFO(error);
+  REQUIRE(store);
+  CHECK(store->schemaVersion() == 9);
+  auto raw = sql::Db::open(target, false, &error);
+  REQUIRE(raw);
+  size_t compact_bytes = 0;
+  const auto [compact, rows] = compactPayloads(*raw, &compact_bytes);
+  CHECK(compact == rows);
+  CHECK(compact_bytes * 3 < json_bytes * 2);  // under two thirds of the JSON (the samples' rows: 54 %)
+  const auto after = shownByStore(*store, clock, loaded.rules, judged);
+  REQUIRE(after.size() == before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    INFO(before[i].substr(0, 200));
+    CHECK(after[i] == before[i]);
+  }
+  // And the rows the new writer makes read the same as the JSON ones did: a symptom with every
+  // field set, its own boot id, several evidence lines and fields.
+  auto s = makeSymptom("gpu-99", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
+  s.category = "gpu";
+  s.fallback_root = true;
+  s.source = "/var/log/kern.log";
+  s.source_kind = common::SourceKind::kKernel;
+  s.evidence = {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "second \"line\"", "third"};
+  s.fields = {{"xid", "79"}, {"pci", "0000:3b:00"}, {"empty", ""}};
+  s.summary = "GPU 0000:3b:00.0 fell off the bus";
+  s.boot_id = "another-boot";
+  s.count = 7;
+  REQUIRE(store->ingestBatch(makeBatch("gpu-99", 1, {s}), "agent-gpu-99").status == IngestResult::Status::kStored);
+  SymptomFilter one;
+  one.nodes = {"gpu-99"};
+  auto back = store->symptoms(one);
+  REQUIRE(back.size() == 1);
+  CHECK(symptomJsonText(back[0].symptom) == symptomJsonText(s));
+}
 
 TEST_CASE("store migrate: a SQLite store filled from the samples into PostgreSQL, every row and id kept",
           "[pg][migrate]") {

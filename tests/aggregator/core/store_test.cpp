@@ -422,6 +422,62 @@ TEST_CASE("store: a prune pass walks on from where its last step stopped, the ne
   CHECK(store->counts().symptoms == 0);
 }
 
+// The aggregator's prune timer against a job event stamped further back than the job retention
+// (the agents e2e tests replay samples that ended in 2024; a site relay catching up or a backfill
+// does the same): the end is acknowledged, the next prune pass runs, the CLI reads the job.
+TEST_CASE("store: a job event is kept for the job retention after it was acknowledged, however long ago the "
+          "job ended",
+          "[store]") {
+  TempDir dir;
+  constexpr int64_t kDay = 86400 * kSec;
+  const int64_t ended = kT0 + 3600 * kSec;
+  ManualClock clock(kT0 + 900 * kDay);  // two and a half years after the job ended
+  auto store = openStore(dir.file("s.db"), clock);
+  // The aggregator's pruning (AggregatorService::pruneStep) with its default retentions.
+  auto prunePass = [&] {
+    size_t total = 0;
+    for (size_t n = 500; n == 500;)
+      total += n = store->pruneStep(clock.nowNs() - 30 * kDay, clock.nowNs() - 180 * kDay, 500);
+    return total;
+  };
+  // A job that ended and was recorded long ago goes, as before.
+  {
+    ManualClock then(ended);
+    auto old = openStore(dir.file("s.db"), then);
+    recordTestJob(*old, "41", "gpu-[01-02]", kT0, ended, "FAILED");
+  }
+  // `faultline job end 42 --time <2024>` now: acknowledged (recordJob returned the row: HTTP 200).
+  recordTestJob(*store, "42", "gpu-[01-02]", kT0, ended, "FAILED");
+  VerdictRow v;
+  v.job_id = "42";
+  v.created_ns = clock.nowNs();
+  v.status = "provisional";
+  v.reason = "job_end";
+  std::string error;
+  REQUIRE(store->addVerdict(v, &error) == 1);
+  clock.advance(60 * kSec);  // the prune timer's first pass
+  CHECK(prunePass() > 0);
+  // Read as the CLI and the e2e tests read: a store opened read-only for the read.
+  auto readJob = [&](const std::string& id) {
+    StoreOptions o;
+    o.read_only = true;
+    auto reader = Store::open(storeTarget(dir.file("s.db")), clock, o, &error);
+    INFO(error);
+    REQUIRE(reader);
+    return reader->job(id);
+  };
+  CHECK_FALSE(readJob("41"));
+  auto row = readJob("42");
+  REQUIRE(row);
+  CHECK(row->info.nodes == std::vector<std::string>{"gpu-01", "gpu-02"});
+  CHECK(store->latestVerdict("42"));
+  // Retention still ends it: the job retention after the event, the next pass deletes it.
+  clock.advance(180 * kDay);
+  CHECK(prunePass() > 0);
+  CHECK_FALSE(readJob("42"));
+  CHECK_FALSE(store->latestVerdict("42"));
+}
+
 // The child process ingests batches as fast as it can and reports each commit on a pipe; the
 // parent kills it with SIGKILL mid-stream and checks the file: intact, and every batch either
 // wholly present or wholly absent.
