@@ -105,6 +105,8 @@
       job_end: "made when the job ended",
       settle: "the settle time after the job's end passed",
       late_symptoms: "symptoms arrived after the previous revision",
+      late_templates: "error lines no rule matched arrived after the previous revision",
+      metrics: "metric evidence changed the verdict",
       job_output: "the job's output file was uploaded",
       job_update: "the scheduler updated the job",
       reported: "every node has reported past the job's end",

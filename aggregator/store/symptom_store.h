@@ -77,6 +77,10 @@ class SymptomStore : protected StorePart {
   // order, at most `limit`.
   std::vector<UnmatchedSighting> unmatchedForWindow(const std::vector<std::string>& nodes, int64_t from_ns,
                                                     int64_t to_ns, size_t limit);
+  // Per node: the span of stamps (or read times) and the highest id of the template rows with
+  // id > after_id — sightings are news for a verdict as symptoms are (a batch of templates alone,
+  // after the final revision, changes the verdict's `unrecognized` list).
+  std::vector<NewSymptomSpan> templatesSince(int64_t after_id);
 
   // Group commit, for the ingest loop: between beginGroup() and endGroup() every write made by
   // this thread joins one transaction (each call still atomic on its own, as a savepoint) that

@@ -133,6 +133,17 @@ std::vector<UnmatchedSighting> SymptomStore::unmatchedForWindow(const std::vecto
   return out;
 }
 
+std::vector<SymptomStore::NewSymptomSpan> SymptomStore::templatesSince(int64_t after_id) {
+  Lock lock(*this);
+  Stmt s(db_->get(),
+         "SELECT node, MIN(seen_ns), MAX(seen_ns), MAX(id), MIN(time_known) FROM unmatched_templates WHERE id > ? "
+         "GROUP BY node ORDER BY node");
+  s.bind(1, after_id);
+  std::vector<NewSymptomSpan> out;
+  while (s.step() == sql::kRow) out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4) == 0});
+  return out;
+}
+
 std::vector<JobRow> JobStore::workloadBaselines(const JobRow& job, int64_t since_ns, size_t limit) {
   std::vector<JobRow> out;
   if (job.workload.empty()) return out;

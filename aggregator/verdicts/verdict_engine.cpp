@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "aggregator/verdicts/live_unrecognized.h"
 
@@ -14,6 +15,7 @@ namespace faultline::aggregator {
 namespace {
 constexpr const char* kWatermarkKey = "verdicts.symptom_watermark";
 constexpr const char* kOutputWatermarkKey = "verdicts.job_output_watermark";
+constexpr const char* kTemplateWatermarkKey = "verdicts.template_watermark";
 }
 
 VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
@@ -250,6 +252,11 @@ std::optional<VerdictRow> VerdictEngine::onMetricEvidence(const std::string& job
   return store(std::move(next));
 }
 
+bool VerdictEngine::changedFromStored(const std::string& job_id, const VerdictRow& next) {
+  auto prev = store_.latestVerdict(job_id);
+  return !prev || common::toJson(prev->diagnosis) != common::toJson(next.diagnosis);
+}
+
 size_t VerdictEngine::tick() {
   size_t written = 0;
   const int64_t now = clock_.nowNs();
@@ -286,9 +293,24 @@ size_t VerdictEngine::tick() {
   // An output is not a symptom id: its job is late whatever this engine read last.
   for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = std::numeric_limits<int64_t>::max();
   if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
+  // Template sightings stored since the last tick (error lines no rule matched): news for the jobs
+  // whose window they fall in when they change the verdict — a batch of templates alone can come
+  // after the final revision (the agent ships them with its next batch).
+  std::set<std::string> sighted;
+  const int64_t template_mark = store_.metaInt(kTemplateWatermarkKey, 0);
+  int64_t template_newest = template_mark;
+  for (const auto& span : store_.templatesSince(template_mark)) {
+    template_newest = std::max(template_newest, span.max_id);
+    for (auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
+      sighted.insert(std::move(id));
+  }
+  if (template_newest != template_mark) store_.setMetaInt(kTemplateWatermarkKey, template_newest);
   std::map<std::string, VerdictHead> latest;
   for (const auto& entry : late)
     if (auto v = store_.latestVerdictHead(entry.first)) latest.emplace(entry.first, std::move(*v));
+  for (const auto& id : sighted)
+    if (!latest.count(id))
+      if (auto v = store_.latestVerdictHead(id)) latest.emplace(id, std::move(*v));
   for (auto& v : store_.openVerdictHeads()) latest.emplace(v.job_id, std::move(v));
 
   // 3. Per job with a verdict that may be due a revision.
@@ -314,7 +336,7 @@ size_t VerdictEngine::tick() {
                                return f != fresh_nodes.end() && f->second > read_up_to;
                              }) ||
                  unreportedNodes(*job).empty();
-      if (!due) continue;
+      if (!due && !sighted.count(id)) continue;
     }
     VerdictRow next = evaluate(*job, "");
     if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
@@ -323,6 +345,8 @@ size_t VerdictEngine::tick() {
       next.reason = next.missing_nodes.empty() ? "reported" : "timeout";
     else if (v.status == "provisional" && v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns)
       next.reason = "settle";
+    else if (sighted.count(id) && changedFromStored(id, next))
+      next.reason = "late_templates";
     else continue;
     if (v.status == "final") next.status = "final";
     if (store(std::move(next))) ++written;

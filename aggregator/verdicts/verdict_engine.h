@@ -4,6 +4,8 @@
 //   job ends in a failure state -> revision 1, provisional ("job_end"), at once;
 //   settle time after the end was recorded -> a new revision ("settle");
 //   symptoms for the job's window arrive after a revision -> a new revision ("late_symptoms");
+//   template sightings (error lines no rule matched) for the window arrive after a revision and
+//   change the verdict -> a new revision ("late_templates");
 //   the job's output file is uploaded (`faultline job output`) -> a new revision ("job_output");
 //   a changed job state (sacct refines FAILED -> NODE_FAIL) -> a new revision ("job_update");
 //   metric evidence arrives from --prometheus (asked at the first verdict and at settle) and
@@ -100,6 +102,8 @@ class VerdictEngine {
 
  private:
   std::optional<VerdictRow> store(VerdictRow v);
+  // `next` says something the job's latest stored verdict does not (or there is none).
+  bool changedFromStored(const std::string& job_id, const VerdictRow& next);
   // Nodes of `job` whose agent has not yet reported past end + margin (the store asked for how far
   // each reported, nothing else of its row: the tick asks this of every open verdict).
   std::vector<std::string> unreportedNodes(const JobRow& job);

@@ -223,6 +223,46 @@ TEST_CASE("verdicts: a failed job's unmatched error lines, spatial and temporal,
   CHECK(common::renderReport(stored->diagnosis).find("cannot reconcile ledger 0x3f2a") != std::string::npos);
 }
 
+TEST_CASE("verdicts: template sightings that arrive after a revision revise the verdict when they change it",
+          "[verdicts][unmatched]") {
+  LiveFixture f;
+  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) f.agent(n);
+  const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
+  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) {
+    f.ingest(sightingsBatch(n, 1, {sighting(kNoise, 4, "ib_srp: login to target 0x11 failed, will retry", start + 60 * kSec)}));
+    f.ingest(sightingsBatch(n, 2, {sighting(kNoise, 1, "ib_srp: login to target 0x12 failed, will retry", end - 10 * kSec)}));
+  }
+  f.job("510", "gpu-[01-03]", start, end, "FAILED", {});
+  f.clock.advance(end + 5 * kSec - f.clock.nowNs());
+  auto v1 = f.engine->onJobEnded("510");
+  REQUIRE(v1);
+  CHECK(v1->diagnosis.unrecognized.empty());
+  f.engine->tick();  // the sightings stored before the first verdict are in it: no revision for them
+  CHECK(f.store->latestVerdict("510")->revision == v1->revision);
+
+  // gpu-02's agent ships the templates of its file's last lines with a later batch — after the
+  // verdict was made, with no symptom beside them.
+  f.ingest(sightingsBatch("gpu-02", 3,
+                          {sighting(kLedger, 2, "cannot reconcile ledger 0x3f2a: quorum failure", end - 30 * kSec)}));
+  REQUIRE(f.engine->tick() == 1);
+  auto v2 = f.store->latestVerdict("510");
+  REQUIRE(v2);
+  CHECK(v2->revision == v1->revision + 1);
+  CHECK(v2->reason == "late_templates");
+  REQUIRE(v2->diagnosis.unrecognized.size() == 1);
+  CHECK(v2->diagnosis.unrecognized[0].template_text == kLedger);
+
+  // Nothing new: no revision. Noise every node already printed changes nothing: no revision either.
+  CHECK(f.engine->tick() == 0);
+  f.ingest(sightingsBatch("gpu-01", 3, {sighting(kNoise, 1, "ib_srp: login to target 0x13 failed, will retry", end - 20 * kSec)}));
+  CHECK(f.engine->tick() == 0);
+  // A sighting outside the job's window is not the job's.
+  f.ingest(sightingsBatch("gpu-01", 4, {sighting("fsck: cannot open /dev/sdq: No such device", 1,
+                                                 "fsck: cannot open /dev/sdq: No such device", end + 7200 * kSec)}));
+  CHECK(f.engine->tick() == 0);
+  CHECK(f.store->latestVerdict("510")->revision == v2->revision);
+}
+
 TEST_CASE("verdicts: the same workload's earlier successful job that printed the template makes it not unusual",
           "[verdicts][unmatched]") {
   LiveFixture f;
