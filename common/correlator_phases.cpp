@@ -872,10 +872,13 @@ Decision withoutCause(const std::string& ts, const JobInfo& job, const std::vect
                                        sign->s.summary.empty() ? sign->s.symptom : sign->s.summary)
                          : "The job ran until its time limit without any fault evidence.";
   } else if (ts == "node_fail") {
-    d.outcome = Outcome::kAttributed;
-    d.sub_domain = SubDomain::kInfrastructure;
-    d.explanation = "Slurm reports a node failure and the nodes' own logs hold no fault: node loss.";
-    d.action = "Check the node's BMC/SEL and console for power or kernel problems.";
+    // The scheduler lost a node and no log says why: a power or hardware fault, a kernel panic, a
+    // network partition and a node the operators rebooted all look the same from here. Naming a
+    // domain would be a guess (TAXONOMY: evidence that does not decide is unattributed).
+    d.outcome = Outcome::kUnattributed;
+    d.sub_domain = SubDomain::kUnattributed;
+    d.explanation = "The scheduler reports a node failure, but the nodes' own logs hold no fault that explains it.";
+    d.action = "Check the node's BMC/SEL and console log for power, hardware or kernel problems at that time.";
   } else if (ts == "out_of_memory") {
     d.outcome = Outcome::kAttributed;
     d.sub_domain = SubDomain::kApplication;

@@ -141,7 +141,9 @@ TEST_CASE("terminal states without fault evidence", "[correlator]") {
   CHECK(correlate(job("PREEMPTED"), {}, kb()).sub_domain == SubDomain::kNone);
   CHECK(correlate(job("CANCELLED by 0"), {}, kb()).sub_domain == SubDomain::kNone);
   CHECK(correlate(job("FAILED"), {}, kb()).sub_domain == SubDomain::kUnattributed);
-  CHECK(correlate(job("NODE_FAIL"), {}, kb()).sub_domain == SubDomain::kInfrastructure);
+  // A node the scheduler lost, with nothing in the logs that says why: no domain is claimed.
+  CHECK(correlate(job("NODE_FAIL"), {}, kb()).sub_domain == SubDomain::kUnattributed);
+  CHECK(correlate(job("NODE_FAIL"), {}, kb()).terminal_state == "node_fail");
   CHECK(correlate(job("OUT_OF_MEMORY"), {}, kb()).sub_domain == SubDomain::kApplication);
   // A hang on a GPU fault that ran into the time limit is hardware, not the user's problem.
   std::vector<Symptom> hang{sym("xid.79", "n2", SubDomain::kHardware, Role::kRoot, 100, Severity::kCritical),
