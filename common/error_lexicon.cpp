@@ -27,6 +27,7 @@ bool isLower(char c) { return c >= 'a' && c <= 'z'; }
 bool isLetter(char c) { return isUpper(c) || isLower(c); }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool wordChar(char c) { return isLetter(c) || isDigit(c); }
+bool isHexDigit(char c) { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -177,6 +178,20 @@ class WordReader {
     }
     if (pos_ >= text_.size()) return false;
     size_t start = pos_;
+    // A hexadecimal literal ("0xc0000409", an exit status on Windows, a return code) is one
+    // number, as the masker's <HEX> is.
+    if (text_[pos_] == '0' && pos_ + 2 < text_.size() && (text_[pos_ + 1] == 'x' || text_[pos_ + 1] == 'X') &&
+        isHexDigit(text_[pos_ + 2])) {
+      size_t end = pos_ + 2;
+      while (end < text_.size() && isHexDigit(text_[end])) ++end;
+      if (end == text_.size() || !wordChar(text_[end])) {
+        pos_ = end;
+        w->len = 0;
+        w->is_long = false;
+        w->variable = true;  // a value, read as the masker's <HEX> placeholder is
+        return true;
+      }
+    }
     // A word ends at a non-word byte, at '_' (CUDA_ERROR_INVALID, rx_errors), where digits
     // follow letters (LogXid119) and where case turns from lower to upper or from an upper run
     // to a capitalized word (RuntimeError, cudaErrorNoDevice, OOMKilled): identifiers name
