@@ -25,6 +25,22 @@ inline constexpr int64_t kEpochStampNs = 1'000'000'000LL * 1'000'000'000LL;
 // found "[10240404040.0]" and kmsg usec 1389609112609112009 overflowing).
 inline constexpr uint64_t kMaxStampSeconds = 4'000'000'000ULL;
 
+// The printk caller id a CONFIG_PRINTK_CALLER kernel prints after the time stamp: a thread
+// "[T4056360]" or a CPU "[ C3]", right-aligned in brackets ("[    T1]"). Returns its length
+// through ']' when `s` starts with one, else 0.
+size_t printkCallerLength(std::string_view s);
+
+// A console logger's wall-clock stamp before each line of a node's console log (HPE Cray EX,
+// conman): "[2025-07-16T20:42:48+08:00]", "[2025-07-16T20:42:48.123456Z]", "[2025-07-16 20:42:48]".
+// ns is UTC when has_zone, else the wall time read as if UTC (the caller applies the node's
+// zone); length covers through ']'.
+struct WallStamp {
+  int64_t ns = 0;
+  bool has_zone = false;
+  size_t length = 0;
+};
+bool parseBracketWallStamp(std::string_view s, WallStamp* out);
+
 // dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);
 
