@@ -326,6 +326,18 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
     CHECK(r.records[1].ident == "kernel");
     CHECK(r.records[2].text == "pcieport 0000:00:01.0: AER: Uncorrected");
   }
+  SECTION("a console line in a dmesg file") {
+    auto r = parseAll(LogFormat::kDmesgRaw,
+                      "[  100.000000] mlx5_core 0000:3b:00.0: link down\n"
+                      "[2025-07-16T20:42:49+08:00][  100.500000][T4056360] RIP: 0010:x+0x1/0x2 [amdgpu]\n"
+                      "[  101.000000] next\n",
+                      o);
+    REQUIRE(r.records.size() == 3);
+    CHECK(r.records[1].text == "RIP: 0010:x+0x1/0x2 [amdgpu]");
+    CHECK(r.records[1].time_ns == 1752669769LL * kSec);  // its own wall stamp
+    CHECK(r.records[1].monotonic_ns == 100'500'000'000);
+    CHECK(r.records[2].time_ns == o.boot_time_ns.value() + 101 * kSec);
+  }
 }
 
 TEST_CASE("dmesg raw: where the newest boot begins in a file appended across reboots") {
