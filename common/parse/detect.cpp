@@ -73,7 +73,7 @@ LogFormat classifyBareLine(std::string_view line) {
   int64_t ns = 0;
   size_t len = 0;
   if (console) {
-    return parseBracketMonotonic(rest, &ns, &len) && ns < kEpochStampNs ? LogFormat::kConsole
+    return parsePrintkUptime(rest, &ns, &len) && ns < kEpochStampNs ? LogFormat::kConsole
                                                                          : LogFormat::kApplication;
   }
   if (rest.front() == '[') {

@@ -8,10 +8,12 @@
 // A node's console log (kConsole: HPE Cray EX, conman) is raw dmesg behind the console logger's
 // wall-clock stamp, "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] msg": the record's
 // time is that stamp (absolute; a stamp without a zone is node-local), the uptime its monotonic
-// clock. A line with the wall stamp and no kernel stamp after it is the console's own output
-// (firmware, BMC, the logger): a record of its own (ident "console"). It does not end a kernel
-// record that is still joining, so a trace with a BMC line in the middle reaches the rules whole.
-// A line without the wall stamp is read as raw dmesg.
+// clock, written as printk writes it (six fraction digits: slurmd's "[<ISO>] [1848523.0] msg"
+// is no console line). A line with the wall stamp and no kernel stamp after it is the console's
+// own output (firmware, BMC, the logger): a record of its own (ident "console"). It does not end
+// a kernel record that is still joining, so a trace with a BMC line in the middle reaches the
+// rules whole (and is handed on before that record). A line without the wall stamp is read as
+// raw dmesg.
 //
 // Joining: the kernel prints stack traces and register dumps as separate printk lines whose
 // message starts with whitespace ("[  12.3]  dump_stack+0x..."); those, and lines without any
@@ -76,7 +78,7 @@ class DmesgParser final : public LineParser {
       case LogFormat::kDmesgRaw:
       case LogFormat::kConsole: {
         int64_t mono = 0;
-        if (parseBracketMonotonic(rest, &mono, &stamp_len)) {
+        if (wall ? parsePrintkUptime(rest, &mono, &stamp_len) : parseBracketMonotonic(rest, &mono, &stamp_len)) {
           stamped = true;
           rec.monotonic_ns = mono;
           if (wall) {

@@ -123,6 +123,13 @@ bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length)
   return true;
 }
 
+bool parsePrintkUptime(std::string_view s, int64_t* mono_ns, size_t* length) {
+  size_t len = 0;
+  if (!parseBracketMonotonic(s, mono_ns, &len) || len < 9 || s[len - 8] != '.') return false;
+  *length = len;
+  return true;
+}
+
 size_t printkCallerLength(std::string_view s) {
   // The kernel pads the id to 6 ("[%6s]"); util-linux dmesg pads to the widest pid it can name.
   constexpr size_t kMaxLength = 24;

@@ -18,6 +18,10 @@ bool parseDecodePrefix(std::string_view line, DecodePrefix* out);
 
 // "[ 1234.567890]" at the start: seconds since boot. length covers through ']'.
 bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length);
+// The same as printk writes it, "[%5lu.%06lu]": exactly six fraction digits. Behind a console's
+// wall-clock stamp only this form is the kernel's: slurmd writes "[2025-05-19T09:38:16.163]
+// [1848523.0] msg", a job step where an uptime would be.
+bool parsePrintkUptime(std::string_view s, int64_t* mono_ns, size_t* length);
 // A bracketed seconds value at or past this is an epoch time (UCX, glog-style loggers), not uptime.
 inline constexpr int64_t kEpochStampNs = 1'000'000'000LL * 1'000'000'000LL;
 // Bound of a seconds-since-boot (or bracketed epoch) stamp: 4*10^9 s (126 years of uptime, or an

@@ -117,6 +117,10 @@ TEST_CASE("detectFormat: console logs, wall-clock stamp before a raw dmesg line"
       {"[2025-07-16 20:42:48] INFO step 1\n[2025-07-16 20:42:49] INFO step 2\n", LogFormat::kApplication},
       {"[2025-07-16T20:42:48Z][1678901234.123456] [host:1:2] ucx x\n", LogFormat::kApplication},
       {"[2025-07-16T20:42:48Z]\n", LogFormat::kApplication},
+      // slurmd: a job step where the uptime would be (samples/real/sys-toolkit-1177-...).
+      {"[2025-05-19T09:38:16.163] [1848523.0] pyxis: starting container: pyxis_1848523.0\n", LogFormat::kApplication},
+      {"[2025-05-19T09:38:16.163] [1848523.123] x\n[2025-05-19T09:38:16.163] [1848523.batch] y\n",
+       LogFormat::kApplication},
       // Malformed wall stamps are no console stamps.
       {"[2025-13-16T20:42:48Z][  12.345678] x\n", LogFormat::kApplication},
       {"[2025-07-16T20:42:48+8:00][  12.345678] x\n", LogFormat::kApplication},

@@ -168,26 +168,29 @@ TEST_CASE("console log: malformed stamps never lose the good lines around them")
       "[2025-07-16T20:42:48+08:00][    2.000000][T1] good\n"
       "[2025-07-16T20:42:4][    2.500000][T1] cut stamp\n"
       "[2025-07-16T20:42:48+08:00][    2.0000x0][T1] bad uptime: the console's own line\n"
+      "[2025-07-16T20:42:48+08:00] [2.500] not printk's six digits: the console's own line too\n"
       "[9999-07-16T20:42:48Z][    3.000000] year out of range\n"
       "[2025-07-16T20:42:48+8:00][    3.500000] zone without its two digits\n"
       "[2025-07-16T20:42:49+08][    4.000000][T1] good again (an hour-only zone is one)\n"
       "[2025-07-16T20:42:49+08:00][ 1678901234.123456][T1] epoch-sized uptime still read\n";
   auto r = parseAll(LogFormat::kConsole, input, {}, 3);
-  REQUIRE(r.records.size() == 4);
+  REQUIRE(r.records.size() == 5);
   CHECK(r.report.malformed == 1);
   CHECK(r.report.skipped == 1);
   CHECK(r.report.notes.at(0).rfind("line 1: ", 0) == 0);
-  // The console's own line is handed on while the kernel record before it still joins.
+  // The console's own lines are handed on while the kernel record before them still joins.
   CHECK(r.records[0].ident == "console");
   CHECK(r.records[0].line == 4);
   CHECK(r.records[0].text == "[    2.0000x0][T1] bad uptime: the console's own line");
-  CHECK(r.records[1].text ==
+  CHECK(r.records[1].ident == "console");
+  CHECK(r.records[1].text == "[2.500] not printk's six digits: the console's own line too");
+  CHECK(r.records[2].text ==
         "good\n[2025-07-16T20:42:4][    2.500000][T1] cut stamp\n"
         "[9999-07-16T20:42:48Z][    3.000000] year out of range\n"
         "[2025-07-16T20:42:48+8:00][    3.500000] zone without its two digits");
-  CHECK(r.records[2].text == "good again (an hour-only zone is one)");
-  CHECK(r.records[2].time_ns == 1752669769LL * kSec);
-  CHECK(r.records[3].monotonic_ns == 1678901234LL * kSec + 123456000);
+  CHECK(r.records[3].text == "good again (an hour-only zone is one)");
+  CHECK(r.records[3].time_ns == 1752669769LL * kSec);
+  CHECK(r.records[4].monotonic_ns == 1678901234LL * kSec + 123456000);
   CHECK(lineCountOf(r.records) == r.report.lines - r.report.skipped);
 }
 
