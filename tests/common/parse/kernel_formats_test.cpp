@@ -288,10 +288,10 @@ TEST_CASE("kmsg stream: dictionary lines belong to the previous record") {
 }
 
 TEST_CASE("mixed files: a line of another stamped format is its own record with its own stamp", "[parse][mixed]") {
-  // A dmesg file with a syslog line and a `dmesg -T` line pasted in, and a journal text file with
-  // a raw dmesg line in it: each foreign line is a record of its own format (it used to be joined
-  // to the record before it as a continuation, or skipped, and lost its stamp). Indented
-  // continuations still join.
+  // A dmesg file with a syslog line, a `dmesg -T` line and a console line pasted in, and a journal
+  // text file with a raw dmesg line in it: each foreign line is a record of its own format (it used
+  // to be joined to the record before it as a continuation, or skipped, and lost its stamp).
+  // Indented continuations still join.
   ParseOptions o;
   o.boot_time_ns = 1'700'000'000 * kSec;
   o.default_year = 2024;
@@ -300,10 +300,11 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
                       "[  100.000000] mlx5_core 0000:3b:00.0: link down\n"
                       "Jun 17 10:00:05 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
                       "[Mon Jun 17 10:00:07 2024] NVRM: GPU at PCI:0000:3b:00: GPU-1234\n"
+                      "[2025-07-16T20:42:49+08:00][  100.500000][T4056360] RIP: 0010:x+0x1/0x2 [amdgpu]\n"
                       "[  101.000000] WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n"
                       "  continued\n",
                       o);
-    REQUIRE(r.records.size() == 4);
+    REQUIRE(r.records.size() == 5);
     CHECK(r.records[0].text == "mlx5_core 0000:3b:00.0: link down");
     CHECK(r.records[1].text == "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.");
     CHECK(r.records[1].host == "gpu-a01");
@@ -312,8 +313,11 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
     CHECK(r.records[2].text == "NVRM: GPU at PCI:0000:3b:00: GPU-1234");
     CHECK(r.records[2].time_known);
     CHECK(r.records[2].line == 3);
-    CHECK(r.records[3].text == "WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n  continued");
-    CHECK(r.report.lines == 5);
+    CHECK(r.records[3].text == "RIP: 0010:x+0x1/0x2 [amdgpu]");  // a console line: its own wall stamp
+    CHECK(r.records[3].time_ns == 1752669769LL * kSec);
+    CHECK(r.records[3].monotonic_ns == 100'500'000'000);
+    CHECK(r.records[4].text == "WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n  continued");
+    CHECK(r.report.lines == 6);
     CHECK(r.report.skipped == 0);
   }
   SECTION("in a journal text file") {
@@ -328,18 +332,6 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
     CHECK(r.records[1].time_ns == o.boot_time_ns.value() + 250'500'000'000);
     CHECK(r.records[1].ident == "kernel");
     CHECK(r.records[2].text == "pcieport 0000:00:01.0: AER: Uncorrected");
-  }
-  SECTION("a console line in a dmesg file") {
-    auto r = parseAll(LogFormat::kDmesgRaw,
-                      "[  100.000000] mlx5_core 0000:3b:00.0: link down\n"
-                      "[2025-07-16T20:42:49+08:00][  100.500000][T4056360] RIP: 0010:x+0x1/0x2 [amdgpu]\n"
-                      "[  101.000000] next\n",
-                      o);
-    REQUIRE(r.records.size() == 3);
-    CHECK(r.records[1].text == "RIP: 0010:x+0x1/0x2 [amdgpu]");
-    CHECK(r.records[1].time_ns == 1752669769LL * kSec);  // its own wall stamp
-    CHECK(r.records[1].monotonic_ns == 100'500'000'000);
-    CHECK(r.records[2].time_ns == o.boot_time_ns.value() + 101 * kSec);
   }
 }
 
