@@ -17,6 +17,7 @@ std::string_view formatName(LogFormat format) {
     case LogFormat::kFabricManager: return "fabricmanager";
     case LogFormat::kIpmiSel: return "ipmi-sel";
     case LogFormat::kCriLog: return "cri";
+    case LogFormat::kConsole: return "console";
     case LogFormat::kApplication: return "application";
   }
   return "unknown";
@@ -39,6 +40,7 @@ SourceKind sourceKindOf(LogFormat format) {
     case LogFormat::kDmesgCtime:
     case LogFormat::kDmesgIso:
     case LogFormat::kKmsg:
+    case LogFormat::kConsole:  // the console logger's own lines too: they share the file
       return SourceKind::kKernel;
     case LogFormat::kJournalShortIso:
     case LogFormat::kJournalJson:

@@ -27,6 +27,8 @@ enum class LogFormat {
   kFabricManager,   // "[Mon Jan 01 2024 00:00:00] [ERROR] [tid 1234] msg"
   kIpmiSel,         // "   1 | 06/01/2024 | 10:12:03 | Memory #0x53 | ..." ipmitool sel list/elist
   kCriLog,          // "2024-06-01T10:00:00.123456789Z stderr F msg" /var/log/pods (P: partial line)
+  kConsole,         // "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] msg" a node's console log
+                    // (HPE Cray EX, conman): the logger's wall-clock stamp, then a raw dmesg line
   kApplication,     // anything else: rank logs, NCCL, PyTorch, srun/slurmstepd, slurmctld
 };
 

@@ -1,7 +1,9 @@
 // Format detection: every non-empty, non-indented line among the first ones votes for the
 // format whose prefix it carries (application when none fits); the plurality wins, ties go to
 // application. A rank log with a few kernel lines pasted in stays an application log, and a
-// file concatenated from several sources gets its majority format.
+// file concatenated from several sources gets its majority format. A console log's own lines
+// (a wall-clock stamp with no kernel stamp after it: firmware, the BMC, the console logger) vote
+// with its kernel lines when the head has any, else as the application lines they look like.
 #include <array>
 #include <cctype>
 
@@ -58,6 +60,9 @@ LogFormat classifyBareLine(std::string_view line) {
     return LogFormat::kApplication;
   }
   std::string_view rest = line;
+  WallStamp wall;
+  const bool console = rest.front() == '[' && parseBracketWallStamp(rest, &wall);
+  if (console) rest = trimLeft(rest.substr(wall.length));
   DecodePrefix decode;
   if (parseDecodePrefix(rest, &decode)) rest.remove_prefix(decode.length);
   if (rest.size() > 3 && rest[0] == '<' && isDigit(rest[1])) {
@@ -67,6 +72,10 @@ LogFormat classifyBareLine(std::string_view line) {
   if (rest.empty()) return LogFormat::kApplication;
   int64_t ns = 0;
   size_t len = 0;
+  if (console) {
+    return parsePrintkUptime(rest, &ns, &len) && ns < kEpochStampNs ? LogFormat::kConsole
+                                                                         : LogFormat::kApplication;
+  }
   if (rest.front() == '[') {
     // Seconds since boot; a value past 10^9 s (31 years of uptime) is an epoch stamp of a
     // program's own log (UCX "[1678901234.123456] [host:pid:tid] ..."), not the kernel's.
@@ -110,6 +119,12 @@ LogFormat classifyBareLine(std::string_view line) {
   return LogFormat::kApplication;
 }
 
+// A line with a console logger's wall-clock stamp and no kernel stamp after it.
+bool isConsoleNoise(std::string_view line) {
+  parse::WallStamp wall;
+  return line.front() == '[' && parse::parseBracketWallStamp(line, &wall);
+}
+
 }  // namespace
 
 LogFormat classifyLogLine(std::string_view line) { return classifyLine(line); }
@@ -124,6 +139,7 @@ LogFormat detectFormat(std::string_view head) {
   constexpr size_t kFormats = static_cast<size_t>(LogFormat::kApplication) + 1;
   std::array<size_t, kFormats> votes{};
   bool export_anchor = false;
+  size_t console_noise = 0;
   size_t voted = 0;
   size_t pos = 0;
   while (pos < head.size() && voted < kMaxVotingLines) {
@@ -135,6 +151,11 @@ LogFormat detectFormat(std::string_view head) {
     if (parse::trimRight(line).empty()) continue;
     const LogFormat f = classifyLine(line);
     if (f == LogFormat::kUnknown) continue;
+    if (f == LogFormat::kApplication && isConsoleNoise(line)) {
+      ++console_noise;
+      ++voted;
+      continue;
+    }
     if (f == LogFormat::kJournalExport &&
         (parse::startsWith(line, "MESSAGE=") || parse::startsWith(line, "__REALTIME_TIMESTAMP=") ||
          parse::startsWith(line, "__CURSOR="))) {
@@ -148,6 +169,9 @@ LogFormat detectFormat(std::string_view head) {
         votes[static_cast<size_t>(LogFormat::kJournalExport)];
     votes[static_cast<size_t>(LogFormat::kJournalExport)] = 0;
   }
+  votes[static_cast<size_t>(votes[static_cast<size_t>(LogFormat::kConsole)] > 0 ? LogFormat::kConsole
+                                                                                  : LogFormat::kApplication)] +=
+      console_noise;
   LogFormat best = LogFormat::kApplication;
   size_t best_votes = votes[static_cast<size_t>(LogFormat::kApplication)];
   for (size_t i = 0; i < kFormats; ++i) {

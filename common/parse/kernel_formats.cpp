@@ -1,7 +1,19 @@
 // dmesg in its time formats: raw "[ 1234.567890] msg", -T "[Fri Aug 30 11:43:09 2024] msg",
 // -H "[May19 19:57] msg" then "[  +0.000127] msg" (read with -T: local wall time), and
 // --time-format iso "2025-01-21T04:41:44,283302+00:00 msg"; each optionally behind the
-// --decode "kern  :warn  : " prefix or a "<6>" raw priority.
+// --decode "kern  :warn  : " prefix or a "<6>" raw priority. A CONFIG_PRINTK_CALLER kernel's
+// caller id after the stamp ("[  12.3][    T1] msg", util-linux: "[  12.3] [    T1] msg") is
+// dropped: LogRecord has no field for it, and left in the text it would hide a continuation.
+//
+// A node's console log (kConsole: HPE Cray EX, conman) is raw dmesg behind the console logger's
+// wall-clock stamp, "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] msg": the record's
+// time is that stamp (absolute; a stamp without a zone is node-local), the uptime its monotonic
+// clock, written as printk writes it (six fraction digits: slurmd's "[<ISO>] [1848523.0] msg"
+// is no console line). A line with the wall stamp and no kernel stamp after it is the console's
+// own output (firmware, BMC, the logger): a record of its own (ident "console"). It does not end
+// a kernel record that is still joining, so a trace with a BMC line in the middle reaches the
+// rules whole (and is handed on before that record). A line without the wall stamp is read as
+// raw dmesg.
 //
 // Joining: the kernel prints stack traces and register dumps as separate printk lines whose
 // message starts with whitespace ("[  12.3]  dump_stack+0x..."); those, and lines without any
@@ -31,6 +43,14 @@ class DmesgParser final : public LineParser {
       return;
     }
     std::string_view rest = line;
+    std::optional<int64_t> wall;  // kConsole: the console logger's stamp, UTC
+    if (format_ == LogFormat::kConsole) {
+      WallStamp stamp;
+      if (parseBracketWallStamp(rest, &stamp)) {
+        wall = stamp.has_zone ? stamp.ns : localToUtc(stamp.ns);
+        rest = trimLeft(rest.substr(stamp.length));
+      }
+    }
     int priority = -1;
     DecodePrefix decode;
     if (parseDecodePrefix(rest, &decode)) {
@@ -55,11 +75,17 @@ class DmesgParser final : public LineParser {
     size_t stamp_len = 0;
     bool stamped = false;
     switch (format_) {
-      case LogFormat::kDmesgRaw: {
+      case LogFormat::kDmesgRaw:
+      case LogFormat::kConsole: {
         int64_t mono = 0;
-        if (parseBracketMonotonic(rest, &mono, &stamp_len)) {
+        if (wall ? parsePrintkUptime(rest, &mono, &stamp_len) : parseBracketMonotonic(rest, &mono, &stamp_len)) {
           stamped = true;
           rec.monotonic_ns = mono;
+          if (wall) {
+            rec.time_ns = *wall;
+            rec.time_known = true;
+            break;
+          }
           if (options_.uptime_ns && mono > uptime_seen_ns_) uptime_seen_ns_ = options_.uptime_ns();
           if (options_.boot_time_ns && !(options_.uptime_ns && mono > uptime_seen_ns_)) {
             rec.time_ns = *options_.boot_time_ns + mono;
@@ -98,6 +124,10 @@ class DmesgParser final : public LineParser {
         break;
       }
     }
+    if (!stamped && wall) {
+      consoleLine(trimRight(rest), *wall, priority);
+      return;
+    }
     if (!stamped) {
       if (auto other = foreignRecord(line)) {
         flush();
@@ -113,6 +143,10 @@ class DmesgParser final : public LineParser {
     if (format_ != LogFormat::kDmesgIso && !rest.empty() && rest.front() == ' ') {
       rest.remove_prefix(1);
     }
+    if (const size_t caller = printkCallerLength(rest)) {
+      rest.remove_prefix(caller);
+      if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    }
     rest = trimRight(rest);
     if (!rest.empty() && isSpace(rest.front()) && joiner_.active()) {
       continueWith(rest);
@@ -126,6 +160,27 @@ class DmesgParser final : public LineParser {
     r.ident = "kernel";
     r.priority = priority;
     r.text.assign(rest);
+  }
+
+  // A console line that is not the kernel's: its own record, handed on now. `text` is what
+  // follows the wall stamp (its priority prefix, if any, dropped).
+  void consoleLine(std::string_view text, int64_t wall, int priority) {
+    if (text.empty()) {
+      skipLine(SkipKind::kOther, "");  // a stamp alone: a blank line of the console
+      return;
+    }
+    if (!wouldHandOn(false)) {
+      countDropped();
+      return;
+    }
+    LogRecord r;
+    r.time_ns = wall;
+    r.time_known = true;
+    r.ident = "console";
+    r.priority = priority;
+    r.text.assign(text);
+    r.line = line_no_;
+    emit(std::move(r));
   }
 
   void continueWith(std::string_view text) {

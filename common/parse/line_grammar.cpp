@@ -123,6 +123,38 @@ bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length)
   return true;
 }
 
+bool parsePrintkUptime(std::string_view s, int64_t* mono_ns, size_t* length) {
+  size_t len = 0;
+  if (!parseBracketMonotonic(s, mono_ns, &len) || len < 9 || s[len - 8] != '.') return false;
+  *length = len;
+  return true;
+}
+
+size_t printkCallerLength(std::string_view s) {
+  // The kernel pads the id to 6 ("[%6s]"); util-linux dmesg pads to the widest pid it can name.
+  constexpr size_t kMaxLength = 24;
+  if (s.size() < 4 || s[0] != '[') return 0;
+  size_t i = 1;
+  while (i < s.size() && i < kMaxLength && s[i] == ' ') ++i;
+  if (i >= s.size() || (s[i] != 'T' && s[i] != 'C')) return 0;
+  const size_t digits = ++i;
+  while (i < s.size() && i < kMaxLength && isDigit(s[i])) ++i;
+  if (i == digits || i >= s.size() || s[i] != ']') return 0;
+  return i + 1;
+}
+
+bool parseBracketWallStamp(std::string_view s, WallStamp* out) {
+  if (s.size() < 21 || s[0] != '[' || !isDigit(s[1])) return false;
+  IsoTime t;
+  if (!parseIsoTime(s.substr(1), /*allow_space=*/true, &t)) return false;
+  const size_t close = 1 + t.length;
+  if (close >= s.size() || s[close] != ']') return false;
+  out->ns = t.ns;
+  out->has_zone = t.has_zone;
+  out->length = close + 1;
+  return true;
+}
+
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length) {
   // "[Fri Aug 30 11:43:09 2024]" (day space-padded: "Aug  3").
   if (s.size() < 26 || s[0] != '[' || s[4] != ' ' || s[8] != ' ' || s[11] != ' ' ||

@@ -18,12 +18,32 @@ bool parseDecodePrefix(std::string_view line, DecodePrefix* out);
 
 // "[ 1234.567890]" at the start: seconds since boot. length covers through ']'.
 bool parseBracketMonotonic(std::string_view s, int64_t* mono_ns, size_t* length);
+// The same as printk writes it, "[%5lu.%06lu]": exactly six fraction digits. Behind a console's
+// wall-clock stamp only this form is the kernel's: slurmd writes "[2025-05-19T09:38:16.163]
+// [1848523.0] msg", a job step where an uptime would be.
+bool parsePrintkUptime(std::string_view s, int64_t* mono_ns, size_t* length);
 // A bracketed seconds value at or past this is an epoch time (UCX, glog-style loggers), not uptime.
 inline constexpr int64_t kEpochStampNs = 1'000'000'000LL * 1'000'000'000LL;
 // Bound of a seconds-since-boot (or bracketed epoch) stamp: 4*10^9 s (126 years of uptime, or an
 // epoch stamp up to 2096) keeps its nanoseconds, plus a boot time, inside int64 (tests/fuzz
 // found "[10240404040.0]" and kmsg usec 1389609112609112009 overflowing).
 inline constexpr uint64_t kMaxStampSeconds = 4'000'000'000ULL;
+
+// The printk caller id a CONFIG_PRINTK_CALLER kernel prints after the time stamp: a thread
+// "[T4056360]" or a CPU "[ C3]", right-aligned in brackets ("[    T1]"). Returns its length
+// through ']' when `s` starts with one, else 0.
+size_t printkCallerLength(std::string_view s);
+
+// A console logger's wall-clock stamp before each line of a node's console log (HPE Cray EX,
+// conman): "[2025-07-16T20:42:48+08:00]", "[2025-07-16T20:42:48.123456Z]", "[2025-07-16 20:42:48]".
+// ns is UTC when has_zone, else the wall time read as if UTC (the caller applies the node's
+// zone); length covers through ']'.
+struct WallStamp {
+  int64_t ns = 0;
+  bool has_zone = false;
+  size_t length = 0;
+};
+bool parseBracketWallStamp(std::string_view s, WallStamp* out);
 
 // dmesg -T "[Fri Aug 30 11:43:09 2024]": wall time read as if UTC (caller applies the offset).
 bool parseDmesgCtime(std::string_view s, int64_t* wall_ns, size_t* length);

@@ -242,6 +242,7 @@ void LineParser::dispatchLine(std::string_view line) {
 std::string_view LineParser::stripGrepPrefix(std::string_view line) {
   switch (format_) {
     case LogFormat::kSyslog: case LogFormat::kDmesgRaw: case LogFormat::kDmesgCtime: case LogFormat::kDmesgIso:
+    case LogFormat::kConsole:
     case LogFormat::kJournalShortIso: case LogFormat::kFabricManager: break;
     default: return line;
   }
@@ -320,6 +321,7 @@ std::optional<LogRecord> LineParser::foreignRecord(std::string_view line) {
     case LogFormat::kDmesgRaw:
     case LogFormat::kDmesgCtime:
     case LogFormat::kDmesgIso:
+    case LogFormat::kConsole:
     case LogFormat::kKmsg:
     case LogFormat::kJournalShortIso:
     case LogFormat::kSyslog:

@@ -36,6 +36,7 @@ std::unique_ptr<StreamParser> makeStreamParser(LogFormat format, ParseOptions op
     case LogFormat::kDmesgRaw:
     case LogFormat::kDmesgCtime:
     case LogFormat::kDmesgIso:
+    case LogFormat::kConsole:
       return parse::makeDmesgParser(format, std::move(options), std::move(sink));
     case LogFormat::kKmsg:
       return parse::makeKmsgParser(std::move(options), std::move(sink));

@@ -89,6 +89,37 @@ TEST_CASE("every sample bundle gets its expected verdict", "[samples]") {
   }
 }
 
+// A node's console log as HPE Cray EX keeps it ("[<RFC 3339>][<uptime>][T<pid>] msg"): read as
+// the kernel's (format "console"), so kernel-only rules see its stack frames. The bundle is in
+// samples/real-pending until the ledger moves it to samples/real; either place is read.
+TEST_CASE("a node's console log reaches the kernel rules: the Setonix amdgpu bundle", "[samples]") {
+  const char* name = "sys-amdgpu-svm-evict-warn-kills-node-jax-setonix";
+  fs::path dir;
+  for (const char* root : {FAULTLINE_SOURCE_DIR "/samples/real", FAULTLINE_SOURCE_DIR "/samples/real-pending"})
+    if (fs::exists(fs::path(root) / name / "expected.json")) dir = fs::path(root) / name;
+  REQUIRE(!dir.empty());
+  std::string error;
+  auto d = offline::attributeBundle(dir.string(), shippedRuleEngine(), &error);
+  INFO(error);
+  REQUIRE(d);
+  INFO(common::renderReport(*d));
+  bool console = false;
+  for (const auto& c : d->coverage)
+    if (c.source.find("console.log") != std::string::npos) {
+      console = true;
+      CHECK(c.format == "console");
+      CHECK(c.records == 8);
+      CHECK(c.skipped == 0);
+    }
+  CHECK(console);
+  CHECK(d->terminal_state == "node_fail");
+  CHECK(d->sub_domain == common::SubDomain::kSystemSoftware);
+  REQUIRE(d->responsible.size() == 1);
+  CHECK(d->responsible[0].node == "nid002950");
+  REQUIRE(d->cause);
+  CHECK(d->cause->rule_id == "kernel.stack_in_amdgpu");
+}
+
 // The live verdict reads its symptoms as common::copyForCorrelation gives them (the evidence cut
 // to its first line: the store's window read and decoded-symptom cache hold no more). correlate()
 // must judge every sample the same from those copies, and a copy must carry every other member.

@@ -97,3 +97,47 @@ TEST_CASE("grep output: application lines with a colon are left alone") {
   REQUIRE(r.records.size() == 1);
   CHECK(r.records[0].text == "x");
 }
+
+// A node's console log (HPE Cray EX, conman): the console logger's wall-clock stamp before each
+// kernel line. Its own lines (no kernel stamp after the wall stamp) vote with the kernel lines
+// when the head has any; without those they are the application lines they look like.
+TEST_CASE("detectFormat: console logs, wall-clock stamp before a raw dmesg line") {
+  std::string noisy;
+  for (int i = 0; i < 6; ++i) noisy += "[2025-07-16T20:42:4" + std::to_string(i) + "+08:00] <ConMan> noise\n";
+  noisy += "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] RIP: 0010:x+0x1/0x2 [amdgpu]\n";
+  const std::pair<std::string, LogFormat> cases[] = {
+      {"[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] Hardware name: HPE\n", LogFormat::kConsole},
+      {"[2025-07-16T20:42:48.123456Z] [  12.345678] x\n", LogFormat::kConsole},
+      {"[2025-07-16 20:42:48] [  12.345678][    T1] x\n", LogFormat::kConsole},
+      {"[2025-07-16T20:42:48,5-05:00]<4>[  12.345678] x\n", LogFormat::kConsole},
+      {noisy, LogFormat::kConsole},
+      // Plain dmesg from a CONFIG_PRINTK_CALLER kernel stays raw dmesg.
+      {"[   12.345678][    T1] x\n[  123.456789][ C3] y\n", LogFormat::kDmesgRaw},
+      // An application's own bracketed ISO stamps, and epoch seconds behind one: application.
+      {"[2025-07-16 20:42:48] INFO step 1\n[2025-07-16 20:42:49] INFO step 2\n", LogFormat::kApplication},
+      {"[2025-07-16T20:42:48Z][1678901234.123456] [host:1:2] ucx x\n", LogFormat::kApplication},
+      {"[2025-07-16T20:42:48Z]\n", LogFormat::kApplication},
+      // slurmd: a job step where the uptime would be (samples/real/sys-toolkit-1177-...).
+      {"[2025-05-19T09:38:16.163] [1848523.0] pyxis: starting container: pyxis_1848523.0\n", LogFormat::kApplication},
+      {"[2025-05-19T09:38:16.163] [1848523.123] x\n[2025-05-19T09:38:16.163] [1848523.batch] y\n",
+       LogFormat::kApplication},
+      // Malformed wall stamps are no console stamps.
+      {"[2025-13-16T20:42:48Z][  12.345678] x\n", LogFormat::kApplication},
+      {"[2025-07-16T20:42:48+8:00][  12.345678] x\n", LogFormat::kApplication},
+      {"[2025-07-16T20:42:48Z [  12.345678] x\n", LogFormat::kApplication},
+  };
+  for (const auto& [text, want] : cases) {
+    CAPTURE(text);
+    CHECK(detectFormat(text) == want);
+  }
+  parse::WallStamp w;
+  REQUIRE(parse::parseBracketWallStamp("[2025-07-16T20:42:48+08:00][1", &w));
+  CHECK(w.has_zone);
+  CHECK(w.length == 27);
+  CHECK(w.ns == 1752669768LL * testing::kSec);
+  REQUIRE(parse::parseBracketWallStamp("[2025-07-16 20:42:48.25]", &w));
+  CHECK_FALSE(w.has_zone);
+  CHECK(w.ns == (1752669768LL + 8 * 3600) * testing::kSec + 250000000);
+  CHECK_FALSE(parse::parseBracketWallStamp("[2025-07-16T20:42:48", &w));
+  CHECK_FALSE(parse::parseBracketWallStamp("[ 2025-07-16T20:42:48]", &w));
+}

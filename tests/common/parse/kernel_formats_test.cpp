@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/parse/boot_segments.h"
+#include "common/parse/line_grammar.h"
 #include "parse_test_util.h"
 
 using namespace faultline::common;
@@ -71,6 +72,126 @@ TEST_CASE("dmesg raw: leading unstamped line is malformed, noted") {
   CHECK(r.report.skipped == 1);
   REQUIRE(r.report.notes.size() == 1);
   CHECK(r.report.notes[0].rfind("line 1: ", 0) == 0);
+}
+
+// CONFIG_PRINTK_CALLER: the kernel's console puts the caller right after the stamp, util-linux
+// dmesg after the stamp's space; a thread "T<pid>" or a CPU "C<n>", right-aligned.
+TEST_CASE("dmesg raw: the printk caller id is dropped, frames still join their header") {
+  const std::string input =
+      "[   12.345678][    T1] Run /init as init process\n"
+      "[    1.000000] [Firmware Bug]: TSC ADJUST differs: CPU0 0 --> CPU1 -1\n"
+      "[  123.456789][ C3] watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [python3:4242]\n"
+      "[  123.456790][ C3] Call Trace:\n"
+      "[  123.456791][ C3]  <IRQ>\n"
+      "[  123.456792][ C3]  nv_dma_map+0x1/0x2 [nvidia]\n"
+      "[  124.000000] [  T812] util-linux form, caller kept out [T9]\n"
+      "[  124.000001] [  T812]  indented frame under it\n"
+      "[  124.000002][T4056360]\n";
+  CHECK(detectFormat(input) == LogFormat::kDmesgRaw);
+  auto r = parseAll(LogFormat::kDmesgRaw, input, {}, 5);
+  REQUIRE(r.records.size() == 6);
+  CHECK(r.records[0].text == "Run /init as init process");
+  CHECK(r.records[0].monotonic_ns == 12 * kSec + 345678000);
+  CHECK(r.records[1].text == "[Firmware Bug]: TSC ADJUST differs: CPU0 0 --> CPU1 -1");  // not a caller
+  CHECK(r.records[2].text == "watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [python3:4242]");
+  CHECK(r.records[3].text == "Call Trace:\n <IRQ>\n nv_dma_map+0x1/0x2 [nvidia]");
+  CHECK(r.records[3].line == 4);
+  CHECK(r.records[4].text == "util-linux form, caller kept out [T9]\n indented frame under it");
+  CHECK(r.records[5].text.empty());
+  CHECK(r.report.skipped == 0);
+  CHECK(lineCountOf(r.records) == r.report.lines);
+  CHECK(parse::printkCallerLength("[    T1] x") == 8);
+  CHECK(parse::printkCallerLength("[C12]") == 5);
+  CHECK(parse::printkCallerLength("[T] x") == 0);
+  CHECK(parse::printkCallerLength("[ T1 ] x") == 0);
+  CHECK(parse::printkCallerLength("[X1] x") == 0);
+}
+
+// A node's console log as HPE Cray EX's console logger (conman) keeps it: the logger's wall-clock
+// stamp, then the kernel's raw line with its caller id. Lines from
+// samples/real-pending/sys-amdgpu-svm-evict-warn-kills-node-jax-setonix, a trace and console
+// noise added.
+TEST_CASE("console log: wall-clock stamp, uptime, caller; the console's own lines kept") {
+  const std::string input =
+      "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] Hardware name: HPE HPE_CRAY_EX235A/HPE CRAY EX235A, BIOS 2.1.0 01-23-2025\n"
+      "[2025-07-16T20:42:49+08:00][1854229.283887][T4056360] Workqueue: events svm_range_evict_svm_bo_worker [amdgpu]\n"
+      "[2025-07-16T20:42:49+08:00][1854229.290017][T4056360] RIP: 0010:svm_range_evict_svm_bo_worker+0x313/0x330 [amdgpu]\n"
+      "[2025-07-16T20:42:49+08:00][1854229.338874][T4056360] Call Trace:\n"
+      "[2025-07-16T20:42:49+08:00][1854229.338875][T4056360]  <TASK>\n"
+      "[2025-07-16T20:42:49.5+08:00] <ConMan> Console [nid002950] log at 2025-07-16 20:42:49 AWST.\n"
+      "[2025-07-16T20:42:49+08:00][1854229.338876][T4056360]  process_one_work+0x1e2/0x3b0\n"
+      "[2025-07-16T12:42:50Z][1854229.338877][T4056360]  </TASK>\n"
+      "[2025-07-16T20:42:50+08:00]\n"
+      "[2025-07-16 20:42:51] [ 1854230.000000][    C7] space-separated stamp without a zone: node-local\n"
+      "[ 1854231.000000] no console stamp: raw dmesg\n";
+  CHECK(detectFormat(input) == LogFormat::kConsole);
+  CHECK(sourceKindOf(LogFormat::kConsole) == SourceKind::kKernel);
+  CHECK(formatName(LogFormat::kConsole) == "console");
+  ParseOptions o;
+  o.utc_offset_sec = 8 * 3600;
+  auto r = parseAll(LogFormat::kConsole, input, o, 11);
+  REQUIRE(r.records.size() == 7);
+  const auto& hw = r.records[0];
+  CHECK(hw.time_known);
+  CHECK(hw.time_ns == 1752669768LL * kSec);  // 12:42:48Z: the wall stamp, not boot + uptime
+  CHECK(hw.monotonic_ns == 1854229 * kSec + 275568000);
+  CHECK(hw.ident == "kernel");
+  CHECK(hw.text == "Hardware name: HPE HPE_CRAY_EX235A/HPE CRAY EX235A, BIOS 2.1.0 01-23-2025");
+  CHECK(r.records[2].text == "RIP: 0010:svm_range_evict_svm_bo_worker+0x313/0x330 [amdgpu]");
+  // The console's own line is handed on at once; the trace it interrupts stays one record.
+  const auto& noise = r.records[3];
+  CHECK(noise.ident == "console");
+  CHECK(noise.line == 6);
+  CHECK(noise.time_ns == 1752669769LL * kSec + 500000000);
+  CHECK(noise.monotonic_ns == -1);
+  CHECK(noise.text == "<ConMan> Console [nid002950] log at 2025-07-16 20:42:49 AWST.");
+  const auto& trace = r.records[4];
+  CHECK(trace.line == 4);
+  CHECK(trace.text == "Call Trace:\n <TASK>\n process_one_work+0x1e2/0x3b0\n </TASK>");
+  CHECK(trace.time_ns == 1752669769LL * kSec);
+  CHECK(r.records[5].time_ns == 1752669771LL * kSec);  // 20:42:51 at UTC+8
+  CHECK(r.records[5].text == "space-separated stamp without a zone: node-local");
+  CHECK(r.report.local_stamps == 1);
+  CHECK_FALSE(r.records[6].time_known);  // no boot time given
+  CHECK(r.records[6].monotonic_ns == 1854231 * kSec);
+  CHECK(r.records[6].text == "no console stamp: raw dmesg");
+  CHECK(r.report.skipped == 1);  // the stamp alone: a blank console line
+  CHECK(r.report.malformed == 0);
+  CHECK(lineCountOf(r.records) == r.report.lines - r.report.skipped);
+}
+
+// A line whose wall stamp does not parse is read as a raw dmesg file reads a line without its
+// stamp: joined to the kernel record before it, or malformed when there is none.
+TEST_CASE("console log: malformed stamps never lose the good lines around them") {
+  const std::string input =
+      "[2025-13-16T20:42:48+08:00][    1.000000][T1] month 13: no stamp, nothing to join\n"
+      "[2025-07-16T20:42:48+08:00][    2.000000][T1] good\n"
+      "[2025-07-16T20:42:4][    2.500000][T1] cut stamp\n"
+      "[2025-07-16T20:42:48+08:00][    2.0000x0][T1] bad uptime: the console's own line\n"
+      "[2025-07-16T20:42:48+08:00] [2.500] not printk's six digits: the console's own line too\n"
+      "[9999-07-16T20:42:48Z][    3.000000] year out of range\n"
+      "[2025-07-16T20:42:48+8:00][    3.500000] zone without its two digits\n"
+      "[2025-07-16T20:42:49+08][    4.000000][T1] good again (an hour-only zone is one)\n"
+      "[2025-07-16T20:42:49+08:00][ 1678901234.123456][T1] epoch-sized uptime still read\n";
+  auto r = parseAll(LogFormat::kConsole, input, {}, 3);
+  REQUIRE(r.records.size() == 5);
+  CHECK(r.report.malformed == 1);
+  CHECK(r.report.skipped == 1);
+  CHECK(r.report.notes.at(0).rfind("line 1: ", 0) == 0);
+  // The console's own lines are handed on while the kernel record before them still joins.
+  CHECK(r.records[0].ident == "console");
+  CHECK(r.records[0].line == 4);
+  CHECK(r.records[0].text == "[    2.0000x0][T1] bad uptime: the console's own line");
+  CHECK(r.records[1].ident == "console");
+  CHECK(r.records[1].text == "[2.500] not printk's six digits: the console's own line too");
+  CHECK(r.records[2].text ==
+        "good\n[2025-07-16T20:42:4][    2.500000][T1] cut stamp\n"
+        "[9999-07-16T20:42:48Z][    3.000000] year out of range\n"
+        "[2025-07-16T20:42:48+8:00][    3.500000] zone without its two digits");
+  CHECK(r.records[3].text == "good again (an hour-only zone is one)");
+  CHECK(r.records[3].time_ns == 1752669769LL * kSec);
+  CHECK(r.records[4].monotonic_ns == 1678901234LL * kSec + 123456000);
+  CHECK(lineCountOf(r.records) == r.report.lines - r.report.skipped);
 }
 
 TEST_CASE("dmesg -T: node-local ctime converted with utc_offset_sec") {
@@ -167,10 +288,10 @@ TEST_CASE("kmsg stream: dictionary lines belong to the previous record") {
 }
 
 TEST_CASE("mixed files: a line of another stamped format is its own record with its own stamp", "[parse][mixed]") {
-  // A dmesg file with a syslog line and a `dmesg -T` line pasted in, and a journal text file with
-  // a raw dmesg line in it: each foreign line is a record of its own format (it used to be joined
-  // to the record before it as a continuation, or skipped, and lost its stamp). Indented
-  // continuations still join.
+  // A dmesg file with a syslog line, a `dmesg -T` line and a console line pasted in, and a journal
+  // text file with a raw dmesg line in it: each foreign line is a record of its own format (it used
+  // to be joined to the record before it as a continuation, or skipped, and lost its stamp).
+  // Indented continuations still join.
   ParseOptions o;
   o.boot_time_ns = 1'700'000'000 * kSec;
   o.default_year = 2024;
@@ -179,10 +300,11 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
                       "[  100.000000] mlx5_core 0000:3b:00.0: link down\n"
                       "Jun 17 10:00:05 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
                       "[Mon Jun 17 10:00:07 2024] NVRM: GPU at PCI:0000:3b:00: GPU-1234\n"
+                      "[2025-07-16T20:42:49+08:00][  100.500000][T4056360] RIP: 0010:x+0x1/0x2 [amdgpu]\n"
                       "[  101.000000] WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n"
                       "  continued\n",
                       o);
-    REQUIRE(r.records.size() == 4);
+    REQUIRE(r.records.size() == 5);
     CHECK(r.records[0].text == "mlx5_core 0000:3b:00.0: link down");
     CHECK(r.records[1].text == "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.");
     CHECK(r.records[1].host == "gpu-a01");
@@ -191,8 +313,11 @@ TEST_CASE("mixed files: a line of another stamped format is its own record with 
     CHECK(r.records[2].text == "NVRM: GPU at PCI:0000:3b:00: GPU-1234");
     CHECK(r.records[2].time_known);
     CHECK(r.records[2].line == 3);
-    CHECK(r.records[3].text == "WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n  continued");
-    CHECK(r.report.lines == 5);
+    CHECK(r.records[3].text == "RIP: 0010:x+0x1/0x2 [amdgpu]");  // a console line: its own wall stamp
+    CHECK(r.records[3].time_ns == 1752669769LL * kSec);
+    CHECK(r.records[3].monotonic_ns == 100'500'000'000);
+    CHECK(r.records[4].text == "WARNING: CPU: 3 PID: 1 at x.c:1 y+0x1/0x2\n  continued");
+    CHECK(r.report.lines == 6);
     CHECK(r.report.skipped == 0);
   }
   SECTION("in a journal text file") {

@@ -114,7 +114,7 @@ TEST_CASE("every parser survives random bytes and keeps counts consistent") {
     noise.push_back(static_cast<char>((x >> 16) & 0xff));
   }
   for (auto format :
-       {LogFormat::kDmesgRaw, LogFormat::kDmesgCtime, LogFormat::kDmesgIso, LogFormat::kKmsg,
+       {LogFormat::kDmesgRaw, LogFormat::kDmesgCtime, LogFormat::kDmesgIso, LogFormat::kConsole, LogFormat::kKmsg,
         LogFormat::kJournalShortIso, LogFormat::kJournalJson, LogFormat::kJournalExport,
         LogFormat::kSyslog, LogFormat::kFabricManager, LogFormat::kApplication}) {
     CAPTURE(formatName(format));
