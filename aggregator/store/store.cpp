@@ -121,6 +121,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
       *error = fmt::format("{}: schema version {} (this faultline reads {})", path, version, latestSchemaVersion());
       return nullptr;
     }
+    loadDictionaries(conn, store->owned_core->dictionaries, false);  // else each on first use
     return store;
   }
   std::string why;

@@ -244,6 +244,13 @@ std::unique_ptr<Store> reopenPacked(const std::string& target, const Clock& cloc
   return store;
 }
 
+// The shipped rules (rules/).
+std::shared_ptr<const common::RuleSet> rulesForSamples() {
+  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  return loaded.rules;
+}
+
 // A writer as before migration 10 (compact rows, no dictionary) whose reads decode every payload
 // (no cache).
 StoreOptions compactNoCache() {
@@ -267,8 +274,7 @@ void checkSameShown(const std::vector<std::string>& before, const std::vector<st
 TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples, and the API and "
           "the verdicts read the same, byte for byte",
           "[store][migrate]") {
-  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
-  REQUIRE(loaded.rules);
+  const auto rules = rulesForSamples();
   TempDir dir;
   ManualClock clock{kT0};
   const std::string target = storeTarget(dir.file("compact.db"));
@@ -277,7 +283,7 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
   std::vector<std::string> judged, before;
   size_t json_bytes = 0;
   {
-    auto store = filledStore(target, clock, no_cache, loaded.rules, &judged);
+    auto store = filledStore(target, clock, no_cache, rules, &judged);
     // The rows as a store of schema 8 holds them: the whole symptom as JSON in the payload.
     auto raw = sql::Db::open(target, false, &error);
     REQUIRE(raw);
@@ -285,7 +291,7 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
     all.limit = 1'000'000;
     const auto stored = store->symptoms(all);
     REQUIRE(stored.size() > 200);
-    before = shownByStore(*store, clock, loaded.rules, judged);
+    before = shownByStore(*store, clock, rules, judged);
     store.reset();
     rewindSchema(*raw, &stored);
     CHECK(payloadsTagged(*raw, kCompactPayloadTag, &json_bytes).first == 0);
@@ -295,7 +301,7 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
   size_t packed_bytes = 0;
   auto store = reopenPacked(target, clock, no_cache, &packed_bytes);
   CHECK(packed_bytes * 3 < json_bytes * 2);  // under two thirds of the JSON (compact alone: 54 %)
-  checkSameShown(before, shownByStore(*store, clock, loaded.rules, judged));
+  checkSameShown(before, shownByStore(*store, clock, rules, judged));
   // And the rows the new writer makes read the same as the JSON ones did: a symptom with every
   // field set, its own boot id, several evidence lines and fields.
   auto s = makeSymptom("gpu-99", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
@@ -319,8 +325,7 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
 TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled from the samples, and the API "
           "and the verdicts read the same, byte for byte",
           "[store][migrate]") {
-  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
-  REQUIRE(loaded.rules);
+  const auto rules = rulesForSamples();
   TempDir dir;
   ManualClock clock{kT0};
   const std::string target = storeTarget(dir.file("packed.db"));
@@ -329,8 +334,8 @@ TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled 
   std::vector<std::string> judged, before;
   size_t compact_bytes = 0;
   {
-    auto store = filledStore(target, clock, options, loaded.rules, &judged);
-    before = shownByStore(*store, clock, loaded.rules, judged);
+    auto store = filledStore(target, clock, options, rules, &judged);
+    before = shownByStore(*store, clock, rules, judged);
     store.reset();
     auto raw = sql::Db::open(target, false, &error);
     REQUIRE(raw);
@@ -353,7 +358,7 @@ TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled 
   }  // done: an open read would keep SQLite's snapshot from seeing the row written below
   // The samples' rows: 44 % of the compact payloads' bytes (one dictionary trained from ~300 rows).
   CHECK(packed_bytes * 2 < compact_bytes);
-  checkSameShown(before, shownByStore(*store, clock, loaded.rules, judged));
+  checkSameShown(before, shownByStore(*store, clock, rules, judged));
   // A new row is packed with the migration's dictionary and reads back as written.
   auto s = makeSymptom("gpu-99", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
   s.source = "/var/log/kern.log";
@@ -373,8 +378,7 @@ TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled 
 
 TEST_CASE("store: a writer that trains its dictionary after a few rows shows the same as one that never packs",
           "[store][migrate]") {
-  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
-  REQUIRE(loaded.rules);
+  const auto rules = rulesForSamples();
   TempDir dir;
   std::vector<std::string> shown[2];
   size_t packed[2] = {0, 0};
@@ -385,8 +389,8 @@ TEST_CASE("store: a writer that trains its dictionary after a few rows shows the
     options.dictionary_train_rows = packing ? 64 : 0;
     std::string error;
     std::vector<std::string> judged;
-    auto store = filledStore(target, clock, options, loaded.rules, &judged);
-    shown[packing] = shownByStore(*store, clock, loaded.rules, judged);
+    auto store = filledStore(target, clock, options, rules, &judged);
+    shown[packing] = shownByStore(*store, clock, rules, judged);
     auto raw = sql::Db::open(target, false, &error);
     REQUIRE(raw);
     size_t bytes = 0;
