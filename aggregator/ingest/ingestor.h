@@ -39,6 +39,8 @@ class Ingestor {
   // A run of decoded batches through Store::ingestBatches (a few statements per table for the
   // whole run); each result counted as ingestGrouped counts one.
   std::vector<IngestResult> ingestRun(const std::vector<Store::IngestInput>& batches);
+  // A decoded batch's payloads for ingestRun (Store::payloadsFor), made off the store's lock.
+  Store::Payloads payloadsFor(const common::SymptomBatchData& batch) const { return store_.payloadsFor(batch); }
   // A site relay's RelayBatch ("relay" frames): `authenticated_site` is the site name of the
   // relay's key (relays/SITE.pub); a batch claiming another site is rejected ("relay: site
   // mismatch"). `sequence` gets the batch's sequence once decoded.

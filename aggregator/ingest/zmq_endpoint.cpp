@@ -387,7 +387,7 @@ void ZmqEndpoint::fillPass(Pass& pass) {
           reject("", it.s->who, rejected.reason);
         continue;
       }
-      it.payloads = Store::payloadsFor(*it.batch);
+      it.payloads = ingestor_.payloadsFor(*it.batch);
     }
     pass.items.push_back(std::move(it));
   }

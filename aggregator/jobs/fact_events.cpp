@@ -135,86 +135,92 @@ std::optional<int64_t> lokiTimestamp(const json& v) {
 // Every stream's lines, grouped by (host, kernel?): one job output each.
 using Groups = std::map<std::pair<std::string, bool>, std::vector<LokiLine>>;
 
+// NVRx sends each dmesg line as a JSON record: {"body", "severity", "attributes": {...}}. Such a
+// line becomes its body, and the record's attributes name its host and app where they can.
+void unwrapJsonRecord(std::string* text, std::string* host, std::string* app) {
+  if (text->empty() || text->front() != '{') return;
+  json rec = json::parse(*text, nullptr, false);
+  if (!rec.is_object() || !rec.contains("body") || !rec["body"].is_string()) return;
+  const json attrs = rec.contains("attributes") && rec["attributes"].is_object() ? rec["attributes"]
+                                                                                 : json::object();
+  if (std::string h = label(attrs, {"hostname", "host"}); !h.empty() && h.size() <= kMaxLabelBytes)
+    *host = h;
+  if (std::string a = label(attrs, {"appname", "app"}); !a.empty()) *app = a;
+  *text = rec["body"].get<std::string>();
+}
+
+// One stream (streams[i]) of a Loki push body into `groups`.
+bool readStream(const json& st, size_t i, const std::string& source, const ObservationLimits& limits,
+                Groups* groups, uint64_t* lines, std::string* error) {
+  auto where = [&](const std::string& what) { return fmt::format("streams[{}]{}", i, what); };
+  if (!st.is_object() || !st.contains("values") || !st["values"].is_array()) {
+    *error = where(": must be an object with a \"values\" array");
+    return false;
+  }
+  const json labels = st.contains("stream") ? st["stream"] : json::object();
+  if (!labels.is_object()) {
+    *error = where(".stream: labels must be an object");
+    return false;
+  }
+  for (const auto& [k, v] : labels.items())
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > kMaxLabelBytes) {
+      *error = where(fmt::format(".stream.{}: a label must be a string of at most {} bytes",
+                                 k.substr(0, 40), kMaxLabelBytes));
+      return false;
+    }
+  const std::string stream_host = label(labels, {"hostname", "host", "node", "nodename"});
+  const std::string stream_app = label(labels, {"appname", "app", "ident"});
+  const json& values = st["values"];
+  for (size_t j = 0; j < values.size(); ++j) {
+    auto at = [&](const std::string& what) {
+      return where(fmt::format(".values[{}]{}", j, what));
+    };
+    const json& v = values[j];
+    if (!v.is_array() || v.size() < 2 || v.size() > 3 || !v[1].is_string()) {
+      *error =
+          at(": must be [ns_timestamp, line] (a third element, structured metadata, is allowed)");
+      return false;
+    }
+    auto ts = lokiTimestamp(v[0]);
+    if (!ts) {
+      *error = at("[0]: not a timestamp in nanoseconds since the epoch (a string of digits)");
+      return false;
+    }
+    if (++*lines > limits.max_values) {
+      *error = fmt::format("more than {} lines", limits.max_values);
+      return false;
+    }
+    std::string text = v[1].get<std::string>();
+    std::string host = stream_host, app = stream_app;
+    unwrapJsonRecord(&text, &host, &app);
+    if (text.size() > limits.max_line_bytes) {
+      *error = at(fmt::format("[1]: a line over {} bytes", limits.max_line_bytes));
+      return false;
+    }
+    if (text.find('\0') != std::string::npos) {
+      *error = at("[1]: a line with a NUL byte");
+      return false;
+    }
+    if (source == "syslog" && host.empty()) {
+      *error = at(
+          ": a syslog line without a hostname (label or attributes.hostname): whose node is it?");
+      return false;
+    }
+    const bool kernel =
+        source == "syslog" && (app == "kernel" || app == "dmesg" || app == "kmsg");
+    (*groups)[{host, kernel}].push_back({std::move(text), *ts});
+  }
+  return true;
+}
+
 bool readStreams(const json& streams, const std::string& source, const ObservationLimits& limits,
                  Groups* groups, uint64_t* lines, std::string* error) {
   if (streams.size() > limits.max_streams) {
     *error = fmt::format("{} streams (at most {})", streams.size(), limits.max_streams);
     return false;
   }
-  for (size_t i = 0; i < streams.size(); ++i) {
-    const json& st = streams[i];
-    auto where = [&](const std::string& what) { return fmt::format("streams[{}]{}", i, what); };
-    if (!st.is_object() || !st.contains("values") || !st["values"].is_array()) {
-      *error = where(": must be an object with a \"values\" array");
-      return false;
-    }
-    const json labels = st.contains("stream") ? st["stream"] : json::object();
-    if (!labels.is_object()) {
-      *error = where(".stream: labels must be an object");
-      return false;
-    }
-    for (const auto& [k, v] : labels.items())
-      if (!v.is_string() || v.get_ref<const std::string&>().size() > kMaxLabelBytes) {
-        *error = where(fmt::format(".stream.{}: a label must be a string of at most {} bytes",
-                                   k.substr(0, 40), kMaxLabelBytes));
-        return false;
-      }
-    const std::string stream_host = label(labels, {"hostname", "host", "node", "nodename"});
-    const std::string stream_app = label(labels, {"appname", "app", "ident"});
-    const json& values = st["values"];
-    for (size_t j = 0; j < values.size(); ++j) {
-      auto at = [&](const std::string& what) {
-        return where(fmt::format(".values[{}]{}", j, what));
-      };
-      const json& v = values[j];
-      if (!v.is_array() || v.size() < 2 || v.size() > 3 || !v[1].is_string()) {
-        *error =
-            at(": must be [ns_timestamp, line] (a third element, structured metadata, is allowed)");
-        return false;
-      }
-      auto ts = lokiTimestamp(v[0]);
-      if (!ts) {
-        *error = at("[0]: not a timestamp in nanoseconds since the epoch (a string of digits)");
-        return false;
-      }
-      if (++*lines > limits.max_values) {
-        *error = fmt::format("more than {} lines", limits.max_values);
-        return false;
-      }
-      std::string text = v[1].get<std::string>();
-      std::string host = stream_host, app = stream_app;
-      // NVRx sends each dmesg line as a JSON record: {"body", "severity", "attributes": {...}}.
-      if (!text.empty() && text.front() == '{') {
-        json rec = json::parse(text, nullptr, false);
-        if (rec.is_object() && rec.contains("body") && rec["body"].is_string()) {
-          const json attrs = rec.contains("attributes") && rec["attributes"].is_object()
-                                 ? rec["attributes"]
-                                 : json::object();
-          if (std::string h = label(attrs, {"hostname", "host"});
-              !h.empty() && h.size() <= kMaxLabelBytes)
-            host = h;
-          if (std::string a = label(attrs, {"appname", "app"}); !a.empty()) app = a;
-          text = rec["body"].get<std::string>();
-        }
-      }
-      if (text.size() > limits.max_line_bytes) {
-        *error = at(fmt::format("[1]: a line over {} bytes", limits.max_line_bytes));
-        return false;
-      }
-      if (text.find('\0') != std::string::npos) {
-        *error = at("[1]: a line with a NUL byte");
-        return false;
-      }
-      if (source == "syslog" && host.empty()) {
-        *error = at(
-            ": a syslog line without a hostname (label or attributes.hostname): whose node is it?");
-        return false;
-      }
-      const bool kernel =
-          source == "syslog" && (app == "kernel" || app == "dmesg" || app == "kmsg");
-      (*groups)[{host, kernel}].push_back({std::move(text), *ts});
-    }
-  }
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (!readStream(streams[i], i, source, limits, groups, lines, error)) return false;
   return true;
 }
 

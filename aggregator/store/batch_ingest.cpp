@@ -114,11 +114,11 @@ using BatchKey = std::tuple<std::string, std::string, uint64_t>;  // agent, boot
 
 }  // namespace
 
-SymptomStore::Payloads SymptomStore::payloadsFor(const common::SymptomBatchData& batch) {
+SymptomStore::Payloads SymptomStore::payloadsFor(const common::SymptomBatchData& batch) const {
   Payloads p;
   p.texts.reserve(batch.symptoms.size());
   try {
-    for (const auto& s : batch.symptoms) p.texts.push_back(encodeSymptomPayload(s, batch.header.boot_id));
+    for (const auto& s : batch.symptoms) p.texts.push_back(packedPayload(s, batch.header.boot_id));
   } catch (const std::exception& e) {
     p.texts.clear();
     p.error = std::string("bad symptom text: ") + e.what();
@@ -135,7 +135,8 @@ class BatchRun {
   using IngestInput = SymptomStore::IngestInput;
   using Payloads = SymptomStore::Payloads;
 
-  BatchRun(sql::Db& db, const std::vector<IngestInput>& in, int64_t now) : db_(db), in_(in), now_(now), out_(in.size()) {}
+  BatchRun(const SymptomStore& store, sql::Db& db, const std::vector<IngestInput>& in, int64_t now)
+      : store_(store), db_(db), in_(in), now_(now), out_(in.size()) {}
 
   // The checks that need no store, and the payload texts (text that is not UTF-8 cannot be
   // written: the batch is refused, the others go on). false: nothing left to write.
@@ -148,7 +149,7 @@ class BatchRun {
         continue;
       }
       Todo t{i, {}, in_[i].payloads};
-      if (!t.made) t.own = SymptomStore::payloadsFor(b);
+      if (!t.made) t.own = store_.payloadsFor(b);
       const Payloads& p = t.payloads();
       if (!p.error.empty() || p.texts.size() != b.symptoms.size()) {
         out_[i] = rejectedResult(p.error.empty() ? "bad symptom text: payloads of another batch" : p.error);
@@ -216,11 +217,20 @@ class BatchRun {
   }
   bool anyStored() const { return !stored_.empty(); }
 
-  // The symptoms, all stored batches' at once, under ids taken first.
-  bool insertSymptoms() {
+  // The symptoms, all stored batches' at once, under ids taken first; payloads made compact before
+  // `packer` was there (the first rows after a store's dictionary is trained) packed with it.
+  bool insertSymptoms(const PayloadDictionary* packer) {
     for (const Todo* t : stored_) {
       const auto* b = in_[t->i].batch;
       for (size_t k = 0; k < b->symptoms.size(); ++k) rows_.push_back({b, &b->symptoms[k], &t->payloads().texts[k]});
+    }
+    if (packer) {
+      repacked_.reserve(rows_.size());  // no reallocation: rows point into it
+      for (auto& r : rows_)
+        if (!r.payload->empty() && (*r.payload)[0] == kCompactPayloadTag) {
+          repacked_.push_back(packer->pack(*r.payload));
+          r.payload = &repacked_.back();
+        }
     }
     if (!takeIds()) return false;
     return insertRows(
@@ -237,7 +247,7 @@ class BatchRun {
           st.bindRef(p + 7, common::roleName(s.role)).bindRef(p + 8, common::severityName(s.severity));
           st.bindRef(p + 9, s.device).bind(p + 10, s.first_ns).bind(p + 11, s.last_ns);
           st.bind(p + 12, int64_t(s.time_known)).bind(p + 13, int64_t(s.count)).bind(p + 14, now_);
-          st.bindRef(p + 15, *rows_[r].payload);
+          bindPayloadRef(st, p + 15, *rows_[r].payload, db_.postgres());
         },
         [](Stmt&) {});
   }
@@ -329,6 +339,14 @@ class BatchRun {
            insertUnmatchedTemplates(db_, stored_batches, now_);
   }
 
+  // The payloads written.
+  std::vector<const std::string*> writtenPayloads() const {
+    std::vector<const std::string*> out;
+    out.reserve(rows_.size());
+    for (const auto& r : rows_) out.push_back(r.payload);
+    return out;
+  }
+
   // The written symptoms as the cache keeps them, by id.
   template <class Put>
   void forEachWritten(Put put) const {
@@ -392,6 +410,7 @@ class BatchRun {
     return ids_.size() == rows_.size();
   }
 
+  const SymptomStore& store_;
   sql::Db& db_;
   const std::vector<IngestInput>& in_;
   const int64_t now_;
@@ -400,6 +419,7 @@ class BatchRun {
   std::vector<const Todo*> keyed_;    // passed the owner check, not a repeat within the run
   std::vector<const Todo*> stored_;   // its key was new: stored
   std::vector<Row> rows_;
+  std::vector<std::string> repacked_;
   std::vector<int64_t> ids_;
   std::map<std::string, AgentFold> agent_rows_;
   std::map<std::string, NodeFold> node_rows_;
@@ -409,7 +429,7 @@ class BatchRun {
 }  // namespace
 
 std::vector<IngestResult> SymptomStore::ingestBatches(const std::vector<IngestInput>& in) {
-  BatchRun run(*db_, in, clock_.nowNs());
+  BatchRun run(*this, *db_, in, clock_.nowNs());
   if (!run.screen()) return run.checkedOnly();
 
   Lock lock(*this);
@@ -429,12 +449,16 @@ std::vector<IngestResult> SymptomStore::ingestBatches(const std::vector<IngestIn
     if (tx) tx->commit();
     return run.results();
   }
-  if (!run.insertSymptoms() || !run.foldSenders() || !run.writeSenders()) return fail(db_->errmsg());
+  const auto packer = packingDictionary();
+  if (!run.insertSymptoms(packer.get()) || !run.foldSenders() || !run.writeSenders()) return fail(db_->errmsg());
+  learnDictionary(run.writtenPayloads());
   // Cached once committed (endGroup's commit inside a group): a rolled-back id may come again.
   const bool cache = core_.cache.maxBytes() > 0;
   if (tx) {
     std::string err;
-    if (!tx->commit(&err)) return fail(err);
+    const bool committed = tx->commit(&err);
+    settleDictionary(committed);
+    if (!committed) return fail(err);
     if (cache) run.forEachWritten([&](int64_t id, common::Symptom s) { core_.cache.put(id, std::move(s)); });
   } else if (cache) {
     run.forEachWritten([&](int64_t id, common::Symptom s) { core_.cache_pending.emplace_back(id, std::move(s)); });

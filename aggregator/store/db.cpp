@@ -47,7 +47,11 @@ Stmt& Stmt::bindRef(int i, std::string_view v) {
   return *this;
 }
 Stmt& Stmt::bindBlob(int i, std::string_view v) {
-  if (s_) s_->bindBlob(i, v);
+  if (s_) s_->bindBlob(i, v, true);
+  return *this;
+}
+Stmt& Stmt::bindBlobRef(int i, std::string_view v) {
+  if (s_) s_->bindBlob(i, v, false);
   return *this;
 }
 Stmt& Stmt::bindNull(int i) {

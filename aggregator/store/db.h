@@ -39,7 +39,7 @@ class StmtImpl {
   virtual void bindDouble(int i, double v) = 0;
   // copy=false: `v` stays unchanged until the next reset (hot loops only).
   virtual void bindText(int i, std::string_view v, bool copy) = 0;
-  virtual void bindBlob(int i, std::string_view v) = 0;
+  virtual void bindBlob(int i, std::string_view v, bool copy) = 0;
   virtual void bindNull(int i) = 0;
   virtual int step() = 0;
   // Rewinds and clears the bindings.
@@ -76,6 +76,8 @@ class Stmt {
   Stmt& bindRef(int i, std::string_view v);
   // Binary data (packed Cap'n Proto has NULs; SQL length() of TEXT stops at the first one).
   Stmt& bindBlob(int i, std::string_view v);
+  // Not copied: `v` must stay unchanged until the statement is reset (hot loops only).
+  Stmt& bindBlobRef(int i, std::string_view v);
   Stmt& bindNull(int i);
   // kRow, kDone or an error code (the message: Db::errmsg()).
   int step();

@@ -48,7 +48,7 @@ struct RowRewrite {
   int version;
   bool (*run)(sql::Db& db, std::string* error);
 };
-constexpr RowRewrite kRowRewrites[] = {{9, compactSymptomPayloads}};
+constexpr RowRewrite kRowRewrites[] = {{9, compactSymptomPayloads}, {10, packSymptomPayloads}};
 
 // Migration i + 1: its SQL in this engine's types (none: rows only) and the rows it rewrites.
 bool applyMigration(sql::Db& db, int i, std::string* error) {

@@ -225,6 +225,18 @@ ALTER TABLE job_outputs ADD COLUMN unmatched TEXT NOT NULL DEFAULT '[]';
     // DDL: the stored rows are rewritten (compactSymptomPayloads, maintenance_store.cpp); the
     // column stays TEXT on both engines (the encoding is UTF-8 text without NUL).
     "",
+    // 10: packed symptom rows. The compact payload is still mostly log text (evidence lines, the
+    // source's path, the summary: ~510 of a row's ~700 bytes), alike from row to row but for host
+    // names, numbers and times. Each row's is now compressed on its own with a zstd dictionary
+    // trained from the store's own payloads (symptom_dictionary.h), kept here and never changed:
+    // a packed payload names its dictionary. The rows are rewritten after this SQL
+    // (packSymptomPayloads, symptom_pack.cpp); on PostgreSQL the payload column becomes BYTEA
+    // there (a packed payload is binary; SQLite keeps its TEXT column and stores blobs in it).
+    R"sql(
+CREATE TABLE symptom_dictionaries(
+  id INTEGER PRIMARY KEY,
+  dictionary BLOB NOT NULL);
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

@@ -78,7 +78,7 @@ class PgStmt final : public StmtImpl {
   void bindInt(int i, int64_t v) override { set(i, std::to_string(v), kInt8); }
   void bindDouble(int i, double v) override { set(i, fmt::format("{}", v), kFloat8); }
   void bindText(int i, std::string_view v, bool) override { set(i, cleanText(v), kText); }
-  void bindBlob(int i, std::string_view v) override { set(i, std::string(v), kBytea); }
+  void bindBlob(int i, std::string_view v, bool) override { set(i, std::string(v), kBytea); }
   void bindNull(int i) override {
     if (!in(i)) return;
     null_[i - 1] = true;

@@ -194,8 +194,8 @@ int64_t packNodeEvents(sql::Db& db, const RelayCollectOptions& o, RelayPack& pac
 
 // Per-node summaries of the symptoms after the relay's mark (when asked), else the mark moved to
 // the newest; false when the first mark cannot be stored.
-bool packSymptoms(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, RelayPack& pack, int64_t* mark,
-                  std::string* error) {
+bool packSymptoms(sql::Db& db, PayloadDictionaries& dicts, const RelayCollectOptions& o, RelayMeta& meta,
+                  RelayPack& pack, int64_t* mark, std::string* error) {
   auto& b = pack.b;
   auto& r = pack.r;
   auto& max_severity = pack.max_severity;
@@ -216,8 +216,8 @@ bool packSymptoms(sql::Db& db, const RelayCollectOptions& o, RelayMeta& meta, Re
     while (s.step() == sql::kRow) {
       symptom_mark = s.i64(0);
       const std::string_view payload = s.view(12);
-      if (!payload.empty() && payload[0] == kCompactPayloadTag) {
-        raw.push_back(symptomRowAt(s, 1));
+      if (!payload.empty() && (payload[0] == kCompactPayloadTag || payload[0] == kPackedPayloadTag)) {
+        raw.push_back(symptomRowAt(s, 1, db, dicts));
         continue;
       }
       json j = json::parse(payload, nullptr, false);  // a row written before migration 9
@@ -347,7 +347,8 @@ bool storeRelayedSymptoms(sql::Db& db, const common::RelayBatchData& b, const st
     ins.bind(5, common::subDomainName(s.sub_domain)).bind(6, common::roleName(s.role));
     ins.bind(7, common::severityName(s.severity)).bind(8, s.device).bind(9, s.first_ns).bind(10, s.last_ns);
     ins.bind(11, int64_t(s.time_known)).bind(12, int64_t(s.count)).bind(13, now);
-    ins.bind(14, encodeSymptomPayload(s, ""));  // the row's boot_id is ''
+    const std::string payload = encodeSymptomPayload(s, "");  // the row's boot_id is ''
+    bindPayloadRef(ins, 14, payload, db.postgres());
     if (ins.step() != sql::kRow) return false;
     *last_id = ins.i64(0);
     written(*last_id);
@@ -447,7 +448,7 @@ std::optional<RelayCollectResult> RelayStore::relayCollect(const RelayCollectOpt
   const int64_t last_pending = packVerdicts(*db_, o, pack);
   const int64_t event_mark = packNodeEvents(*db_, o, pack, meta.get("relay.event_id", 0));
   int64_t symptom_mark = 0;
-  if (!packSymptoms(*db_, o, meta, pack, &symptom_mark, error)) return std::nullopt;
+  if (!packSymptoms(*db_, core_.dictionaries, o, meta, pack, &symptom_mark, error)) return std::nullopt;
   auto fail = [&]() -> std::optional<RelayCollectResult> {
     *error = "store: " + db_->errmsg();
     return std::nullopt;

@@ -22,8 +22,8 @@ class SqliteStmt final : public StmtImpl {
   void bindText(int i, std::string_view v, bool copy) override {
     sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), copy ? SQLITE_TRANSIENT : SQLITE_STATIC);
   }
-  void bindBlob(int i, std::string_view v) override {
-    sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  void bindBlob(int i, std::string_view v, bool copy) override {
+    sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), copy ? SQLITE_TRANSIENT : SQLITE_STATIC);
   }
   void bindNull(int i) override { sqlite3_bind_null(s_, i); }
   int step() override { return s_ ? sqlite3_step(s_) : SQLITE_MISUSE; }

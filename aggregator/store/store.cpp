@@ -112,6 +112,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
   db->setBusyTimeout(options.busy_timeout_ms);
   auto core = std::make_unique<StoreCore>(std::move(db), clock);
   core->cache = SymptomCache(options.read_only ? 0 : options.symptom_cache_bytes);
+  core->dictionary_train_rows = options.dictionary_train_rows;
   sql::Db& conn = *core->db;
   std::unique_ptr<Store> store(new Store(std::move(core)));
   if (options.read_only) {
@@ -120,11 +121,18 @@ std::unique_ptr<Store> Store::open(const std::string& path, const Clock& clock, 
       *error = fmt::format("{}: schema version {} (this faultline reads {})", path, version, latestSchemaVersion());
       return nullptr;
     }
+    loadDictionaries(conn, store->owned_core->dictionaries, false);  // else each on first use
     return store;
   }
   std::string why;
   if ((!conn.postgres() && !configureSqlite(conn, options, &why)) || !store->migrate(&why)) {
     *error = sql::redactUrl(path) + ": " + why;
+    return nullptr;
+  }
+  // The dictionaries stored so far (by migration 10, an earlier run or another replica); the
+  // newest packs what this process writes.
+  if (!loadDictionaries(conn, store->owned_core->dictionaries, true)) {
+    *error = sql::redactUrl(path) + ": symptom dictionaries: " + conn.errmsg();
     return nullptr;
   }
   store->owned_core->reader = openReader(path, options);

@@ -11,6 +11,7 @@
 //     for a symptom group commit: SQLite in WAL mode lets a reader in beside the writer (it sees
 //     the last commit), PostgreSQL's readers never wait for writers. A store without a second
 //     connection (read-only, or none could be opened) reads verdicts on `db` under `mu`.
+// The payload dictionaries (`dictionaries`) lock on their own: either connection reads with them.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "aggregator/clock.h"
 #include "aggregator/store/db.h"
 #include "aggregator/store/symptom_cache.h"
+#include "aggregator/store/symptom_dictionary.h"
 #include "common/symptom.h"
 
 namespace faultline::aggregator {
@@ -40,6 +42,13 @@ struct StoreCore {
   SymptomCache cache{0};
   // Symptoms written in the open group, cached when endGroup commits.
   std::vector<std::pair<int64_t, common::Symptom>> cache_pending;
+  // The dictionary new symptom payloads will be packed with (symptom_dictionary.h), while none is
+  // current: the compact payloads written so far (its samples, up to dictionary_train_rows), and
+  // one trained and inserted by the open transaction, current once that commits (rows the same
+  // transaction writes are packed with it: they commit or roll back with it).
+  std::vector<std::string> dictionary_samples;
+  size_t dictionary_train_rows = 0;  // 0: never train (rows stay compact)
+  std::shared_ptr<const PayloadDictionary> pending_dictionary;
   // Where the running prune pass stands, per table: the next time stamp to look at.
   struct PruneCursor {
     int64_t symptoms = INT64_MIN, batches = INT64_MIN, node_events = INT64_MIN, unmatched = INT64_MIN;
@@ -48,6 +57,11 @@ struct StoreCore {
   // ---- guarded by reader_mu ----
   std::unique_ptr<sql::Db> reader;  // null: verdict reads go to db under mu
   std::mutex reader_mu;
+
+  // ---- thread-safe on their own ----
+  // The symptom payloads' dictionaries, by id, as far as this process has read or made them:
+  // shared by both connections (a dictionary never changes once stored).
+  PayloadDictionaries dictionaries;
 
   const Clock& clock;
 };

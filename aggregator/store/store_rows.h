@@ -25,6 +25,9 @@ struct StoreOptions {
   int busy_timeout_ms = 2000;
   // Decoded symptoms this process stored lately, for verdicts (symptom_cache.h); 0: none.
   size_t symptom_cache_bytes = size_t{256} << 20;
+  // How many symptom payloads the writer keeps to train the store's zstd dictionary from, when it
+  // has none (symptom_dictionary.h); after it, payloads are packed. 0: never (rows stay compact).
+  size_t dictionary_train_rows = 2048;
 };
 
 struct IngestResult {

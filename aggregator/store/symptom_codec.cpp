@@ -1,6 +1,8 @@
 // Symptom <-> JSON and the compact payload (symptom_codec.h).
 #include "aggregator/store/symptom_codec.h"
 
+#include "aggregator/store/symptom_dictionary.h"
+
 #include <charconv>
 #include <cstring>
 #if defined(__SSE2__)
@@ -551,7 +553,17 @@ std::string encodeSymptomPayload(const common::Symptom& s, std::string_view row_
   return out;
 }
 
-common::Symptom decodeSymptomRow(const SymptomColumns& c, std::string_view payload, size_t max_evidence) {
+common::Symptom decodeSymptomRow(const SymptomColumns& c, std::string_view payload, size_t max_evidence,
+                                 const PayloadDictionaries* dicts) {
+  if (!payload.empty() && payload[0] == kPackedPayloadTag) {
+    // Unpacked into this thread's buffer (no allocation per row once it is big enough).
+    thread_local std::string body;
+    const auto id = packedDictionaryId(payload);
+    const PayloadDictionary* d = id && dicts ? dicts->find(*id) : nullptr;
+    common::Symptom s = fromColumns(c);
+    if (!d || !d->unpack(payload, &body) || !readCompact(body, max_evidence, &s)) return fromColumns(c);
+    return s;
+  }
   if (payload.empty() || payload[0] != kCompactPayloadTag) {
     // A row written before migration 9 (its JSON is the whole symptom); anything else that is not
     // a JSON object (damaged): the columns alone.

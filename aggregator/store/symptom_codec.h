@@ -19,6 +19,8 @@
 
 namespace faultline::aggregator {
 
+class PayloadDictionaries;
+
 // Symptom <-> JSON as kept in the store and served by the API.
 nlohmann::json symptomToJson(const common::Symptom& s);
 // The same text as symptomToJson(s).dump(), written directly (no json tree).
@@ -44,10 +46,12 @@ struct SymptomColumns {
 // it differs from the row's).
 inline constexpr char kCompactPayloadTag = '\x01';
 std::string encodeSymptomPayload(const common::Symptom& s, std::string_view row_boot_id);
-// The symptom of a row: its columns and payload, either form. A JSON payload is read whole (its
-// own values win, as before migration 9); a compact one takes the rest from the columns.
-// At most `max_evidence` evidence lines are kept (the verdict's reads want the first only).
+// The symptom of a row: its columns and payload, any form. A JSON payload is read whole (its
+// own values win, as before migration 9); a compact one takes the rest from the columns; a packed
+// one (symptom_dictionary.h, migration 10) is unpacked with its dictionary from `dicts` first
+// (none there, or no `dicts`: damaged, the columns alone). At most `max_evidence` evidence lines
+// are kept (the verdict's reads want the first only).
 common::Symptom decodeSymptomRow(const SymptomColumns& c, std::string_view payload,
-                                 size_t max_evidence = SIZE_MAX);
+                                 size_t max_evidence = SIZE_MAX, const PayloadDictionaries* dicts = nullptr);
 
 }  // namespace faultline::aggregator

@@ -43,13 +43,16 @@ IngestResult SymptomStore::ingestBatch(const common::SymptomBatchData& batch, st
   Stmt ins(db_->get(),
            "INSERT INTO symptoms(agent_id, boot_id, sequence, node, rule_id, sub_domain, role, severity, device, "
            "first_ns, last_ns, time_known, count, received_ns, payload) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
+  std::vector<std::string> payloads;
+  payloads.reserve(batch.symptoms.size());
   for (const auto& s : batch.symptoms) {
     ins.reset();
     ins.bind(1, h.agent_id).bind(2, h.boot_id).bind(3, h.sequence).bind(4, s.node).bind(5, s.rule_id);
     ins.bind(6, common::subDomainName(s.sub_domain)).bind(7, common::roleName(s.role));
     ins.bind(8, common::severityName(s.severity)).bind(9, s.device).bind(10, s.first_ns).bind(11, s.last_ns);
     ins.bind(12, int64_t(s.time_known)).bind(13, int64_t(s.count)).bind(14, now);
-    ins.bind(15, encodeSymptomPayload(s, h.boot_id));
+    payloads.push_back(packedPayload(s, h.boot_id));
+    bindPayloadRef(ins, 15, payloads.back(), db_->postgres());
     if (ins.step() != sql::kRow) return reject("store: " + db_->errmsg());
     r.last_symptom_id = ins.i64(0);
     core_.cache.erase(r.last_symptom_id);  // not cached by this path: no older entry may answer for the id
@@ -57,8 +60,14 @@ IngestResult SymptomStore::ingestBatch(const common::SymptomBatchData& batch, st
   }
   if (!recordSender(*db_, batch, now) || !insertUnmatchedTemplates(*db_, {&batch}, now))
     return reject("store: " + db_->errmsg());
+  std::vector<const std::string*> written;
+  for (const auto& p : payloads) written.push_back(&p);
+  learnDictionary(written);
   std::string err;
-  if (!tx.commit(&err)) return reject("store: " + err);
+  const bool committed = tx.commit(&err);
+  if (!committed) settleDictionary(false);
+  else if (!core_.in_group) settleDictionary(true);  // in a group: when endGroup commits
+  if (!committed) return reject("store: " + err);
   r.status = IngestResult::Status::kStored;
   r.symptoms = batch.symptoms.size();
   return r;
@@ -93,22 +102,6 @@ void parallelFor(size_t n, Fn fn) {
 common::Symptom forCorrelation(common::Symptom s) {
   if (s.evidence.size() > 1) s.evidence.resize(1);
   return s;
-}
-
-SymptomColumns columnsAt(const Stmt& s, int c) {
-  SymptomColumns r;
-  r.node = s.view(c);
-  r.rule_id = s.view(c + 1);
-  r.sub_domain = s.view(c + 2);
-  r.role = s.view(c + 3);
-  r.severity = s.view(c + 4);
-  r.device = s.view(c + 5);
-  r.boot_id = s.view(c + 6);
-  r.first_ns = s.i64(c + 7);
-  r.last_ns = s.i64(c + 8);
-  r.time_known = s.i64(c + 9) == 1;
-  r.count = s.i64(c + 10);
-  return r;
 }
 
 std::string_view payloadAt(const Stmt& s, int c) { return s.view(c + 11); }
@@ -174,11 +167,12 @@ struct WindowRows {
 // chunk at flush().
 class RowDecoder {
  public:
-  explicit RowDecoder(std::vector<common::Symptom>& out) : out_(out) {}
+  RowDecoder(std::vector<common::Symptom>& out, sql::Db& db, PayloadDictionaries& dicts)
+      : out_(out), db_(db), dicts_(dicts) {}
   void add(size_t slot, const Stmt& s, int first_col) {
     const std::string_view p = payloadAt(s, first_col);
-    if (!p.empty() && p[0] == kCompactPayloadTag) {
-      out_[slot] = symptomRowAt(s, first_col, 1);
+    if (!p.empty() && (p[0] == kCompactPayloadTag || p[0] == kPackedPayloadTag)) {
+      out_[slot] = symptomRowAt(s, first_col, db_, dicts_, 1);
       return;
     }
     slots_.push_back(slot);
@@ -193,6 +187,8 @@ class RowDecoder {
 
  private:
   std::vector<common::Symptom>& out_;
+  sql::Db& db_;
+  PayloadDictionaries& dicts_;
   std::vector<size_t> slots_;
   std::vector<std::string> json_;
 };
@@ -201,8 +197,8 @@ class RowDecoder {
 constexpr size_t kWindowChunk = 8192;
 
 // The window's rows with their payloads, every one decoded (no cache).
-void readWholeWindow(Stmt& s, WindowRows& w) {
-  RowDecoder decoder(w.out);
+void readWholeWindow(sql::Db& db, PayloadDictionaries& dicts, Stmt& s, WindowRows& w) {
+  RowDecoder decoder(w.out, db, dicts);
   while (s.step() == sql::kRow) {
     w.row(s.i64(0), s.view(1));
     w.out.emplace_back();
@@ -215,7 +211,7 @@ void readWholeWindow(Stmt& s, WindowRows& w) {
 // The window's ids, their symptoms from the cache, and the rows the cache lacks read by id (a
 // chunk of ids at a time); a row deleted between the two reads (no snapshot spans them on
 // PostgreSQL) is left out, as if the first read had come after the delete.
-void readCachedWindow(sql::Db& db, Stmt& s, const SymptomCache& cache, WindowRows& w) {
+void readCachedWindow(sql::Db& db, PayloadDictionaries& dicts, Stmt& s, const SymptomCache& cache, WindowRows& w) {
   std::vector<const common::Symptom*> cached;
   std::vector<size_t> missing;  // positions in `out` whose symptom the cache lacks
   while (s.step() == sql::kRow) {
@@ -230,7 +226,7 @@ void readCachedWindow(sql::Db& db, Stmt& s, const SymptomCache& cache, WindowRow
   if (missing.empty()) return;
   std::unordered_map<int64_t, size_t> at;
   for (size_t m : missing) at.emplace(w.ids[m], m);
-  RowDecoder decoder(w.out);
+  RowDecoder decoder(w.out, db, dicts);
   for (size_t i = 0; i < missing.size();) {
     const size_t n = std::min<size_t>(missing.size() - i, kWindowChunk);
     std::string list = "[";
@@ -255,10 +251,6 @@ void readCachedWindow(sql::Db& db, Stmt& s, const SymptomCache& cache, WindowRow
 const std::string_view kSymptomRowColumns =
     "node, rule_id, sub_domain, role, severity, device, boot_id, first_ns, last_ns, time_known, count, payload";
 
-common::Symptom symptomRowAt(const Stmt& s, int first_col, size_t max_evidence) {
-  return decodeSymptomRow(columnsAt(s, first_col), payloadAt(s, first_col), max_evidence);
-}
-
 std::string windowQuery(std::string_view columns, std::string_view node_set) {
   return fmt::format(
       "SELECT {} FROM symptoms WHERE node IN {} AND ((time_known = 1 AND last_ns >= ?2 AND first_ns <= ?3) OR "
@@ -278,8 +270,8 @@ std::vector<common::Symptom> SymptomStore::symptomsForWindow(const std::vector<s
                                  db_->jsonList(1)));
   s.bind(1, joinJsonArray(nodes)).bind(2, from_ns).bind(3, to_ns).bind(4, to_received_ns);
   WindowRows w;
-  if (cached) readCachedWindow(*db_, s, core_.cache, w);
-  else readWholeWindow(s, w);
+  if (cached) readCachedWindow(*db_, core_.dictionaries, s, core_.cache, w);
+  else readWholeWindow(*db_, core_.dictionaries, s, w);
   w.sortByIdWithinNodes();
   if (max_id) *max_id = w.maxId();
   return std::move(w.out);
@@ -302,7 +294,7 @@ std::vector<StoredSymptom> SymptomStore::symptoms(const SymptomFilter& f) {
   s.bind(5, f.until_ns).bind(6, f.after_id).bind(7, int64_t(f.limit));
   std::vector<StoredSymptom> out;
   while (s.step() == sql::kRow)
-    out.push_back({s.i64(0), s.text(1), s.i64(2), symptomRowAt(s, 3)});
+    out.push_back({s.i64(0), s.text(1), s.i64(2), symptomRowAt(s, 3, *db_, core_.dictionaries)});
   return out;
 }
 
@@ -375,6 +367,7 @@ bool SymptomStore::endGroup(std::string* error) {
   bool ok = !core_.group_failed && db_->exec("COMMIT", error);
   if (core_.group_failed && error) *error = "store: a write of the group failed";
   if (!ok) db_->exec("ROLLBACK");
+  settleDictionary(ok);
   if (ok)
     for (auto& [id, sym] : core_.cache_pending) core_.cache.put(id, std::move(sym));
   core_.cache_pending.clear();
@@ -382,52 +375,6 @@ bool SymptomStore::endGroup(std::string* error) {
   core_.group_failed = false;
   core_.mu.unlock();
   return ok;
-}
-
-bool compactSymptomPayloads(sql::Db& db, std::string* error) {
-  // A chunk of rows read, then rewritten (SQLite cannot update a table under an open read of it).
-  constexpr int64_t kChunk = 4096;
-  struct Rewrite {
-    int64_t id;
-    std::string payload;
-  };
-  std::vector<Rewrite> rewrites;
-  for (int64_t after = 0;;) {
-    rewrites.clear();
-    Stmt read(db.get(), fmt::format("SELECT id, {} FROM symptoms WHERE id > ? ORDER BY id LIMIT ?", kSymptomRowColumns));
-    read.bind(1, after).bind(2, kChunk);
-    int64_t rows = 0;
-    int rc;
-    while ((rc = read.step()) == sql::kRow) {
-      ++rows;
-      after = read.i64(0);
-      const std::string_view payload = payloadAt(read, 1);
-      if (payload.empty() || payload[0] != '{') continue;
-      // Kept as it is unless the compact row reads back as the same symptom (a row whose columns
-      // disagree with its payload, or text the compact form cannot carry, stays JSON).
-      const common::Symptom legacy = symptomFromPayload(payload);
-      const SymptomColumns columns = columnsAt(read, 1);
-      std::string compact = encodeSymptomPayload(legacy, columns.boot_id);
-      if (compact.empty() || compact[0] != kCompactPayloadTag ||
-          symptomJsonText(decodeSymptomRow(columns, compact)) != symptomJsonText(legacy))
-        continue;
-      rewrites.push_back({after, std::move(compact)});
-    }
-    if (rc != sql::kDone) {
-      *error = "compacting symptom payloads: " + db.errmsg();
-      return false;
-    }
-    Stmt update(db, "UPDATE symptoms SET payload = ? WHERE id = ?");
-    for (const auto& r : rewrites) {
-      update.reset();
-      update.bind(1, r.payload).bind(2, r.id);
-      if (update.step() != sql::kDone) {
-        *error = "compacting symptom payloads: " + db.errmsg();
-        return false;
-      }
-    }
-    if (rows < kChunk) return true;
-  }
 }
 
 }  // namespace faultline::aggregator

@@ -5,8 +5,12 @@
 // every method takes the write connection's lock (store_core.h), which a group holds from
 // beginGroup to endGroup.
 //
-// Payload column: what no other column of the row holds (symptom_codec.h, encodeSymptomPayload);
-// rows written before migration 9 hold the whole symptom as JSON. Reads put the two together.
+// Payload column: what no other column of the row holds (symptom_codec.h, encodeSymptomPayload),
+// packed with the store's current zstd dictionary (symptom_dictionary.h; table
+// symptom_dictionaries, symptom_pack.cpp) once it has one: the writer trains it from the first
+// dictionary_train_rows payloads it writes (StoreOptions), migration 10 from the rows stored
+// before it. Rows written before a dictionary stay compact, rows written before migration 9 hold
+// the whole symptom as JSON. Reads put the columns and the payload together, any form.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +38,12 @@ class SymptomStore : protected StorePart {
   // A batch's symptoms as the payloads ingestBatches writes, made before the store is taken:
   // the ingest endpoint makes them on its socket thread while the store thread writes the pass
   // before. `error` not empty: a symptom's text is not UTF-8 and the batch is refused with it.
+  // Thread-safe (it reads only the current dictionary).
   struct Payloads {
     std::vector<std::string> texts;
     std::string error;
   };
-  static Payloads payloadsFor(const common::SymptomBatchData& batch);
+  Payloads payloadsFor(const common::SymptomBatchData& batch) const;
   // A run of batches for the grouped writer (one pass of the ingest loop): the results
   // ingestBatchGrouped on each in turn would give, and the same rows, written with a few
   // multi-row statements per table (batch_ingest.cpp) instead of a dozen statements per batch —
@@ -97,6 +102,19 @@ class SymptomStore : protected StorePart {
 
  protected:
   explicit SymptomStore(StoreCore& core) : StorePart(core) {}
+
+ private:
+  // A symptom's payload as written now: compact, packed with the current dictionary if any.
+  std::string packedPayload(const common::Symptom& s, std::string_view row_boot_id) const;
+  // Under the lock, inside the transaction that wrote `payloads`: while no dictionary is current,
+  // they are kept as samples, and once there are enough a dictionary is trained and inserted
+  // (pending). settleDictionary: the transaction ended; a pending dictionary becomes current if it
+  // committed, else is forgotten.
+  void learnDictionary(const std::vector<const std::string*>& payloads);
+  void settleDictionary(bool committed);
+  // Under the lock: what this transaction packs with (the pending dictionary, else the current
+  // one; null: none). Payloads made compact before it (on the socket thread) are packed with it.
+  std::shared_ptr<const PayloadDictionary> packingDictionary() const;
 };
 
 }  // namespace faultline::aggregator

@@ -265,7 +265,7 @@ TEST_CASE("ingest: a run of batches in one call gives each batch's result and th
   std::vector<Store::Payloads> made(batches.size());
   std::vector<Store::IngestInput> in;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (i % 2 == 0) made[i] = Store::payloadsFor(batches[i].first);
+    if (i % 2 == 0) made[i] = run->payloadsFor(batches[i].first);
     in.push_back({&batches[i].first, batches[i].second, i % 2 == 0 ? &made[i] : nullptr});
   }
   REQUIRE(run->beginGroup(nullptr));
@@ -338,7 +338,7 @@ TEST_CASE("ingest: a symptom text that is not UTF-8 refuses its batch, payloads 
   auto b1 = makeBatch("gpu-01", 1, {makeSymptom("gpu-01", "gpu.xid48", kT0), bad});
   auto b2 = makeBatch("gpu-01", 2, {bad});
   auto good = makeBatch("gpu-01", 3, {makeSymptom("gpu-01", "gpu.xid48", kT0 + kSec)});
-  const auto made1 = Store::payloadsFor(b1), made_good = Store::payloadsFor(good);
+  const auto made1 = store->payloadsFor(b1), made_good = store->payloadsFor(good);
   CHECK(made1.texts.empty());
   CHECK(made1.error.rfind("bad symptom text: ", 0) == 0);
   REQUIRE(made_good.error.empty());

@@ -173,18 +173,100 @@ std::vector<std::string> shownByStore(Store& store, const Clock& clock, std::sha
   return shown;
 }
 
-// The symptom rows' payloads: how many are compact, and their bytes.
-std::pair<size_t, size_t> compactPayloads(sql::Db& db, size_t* bytes) {
+// The symptom rows' payloads: how many begin with `tag` (kCompactPayloadTag, kPackedPayloadTag),
+// how many there are, and their bytes.
+std::pair<size_t, size_t> payloadsTagged(sql::Db& db, char tag, size_t* bytes) {
   sql::Stmt s(db.get(), "SELECT payload FROM symptoms");
-  size_t compact = 0, rows = 0;
+  size_t tagged = 0, rows = 0;
   *bytes = 0;
   while (s.step() == sql::kRow) {
     const auto p = s.view(0);
     ++rows;
     *bytes += p.size();
-    if (!p.empty() && p[0] == kCompactPayloadTag) ++compact;
+    if (!p.empty() && p[0] == tag) ++tagged;
   }
-  return {compact, rows};
+  return {tagged, rows};
+}
+
+// The store as the schema before migration 10 held it: no dictionaries, every packed payload
+// compact again, the payload column TEXT on PostgreSQL. With `to_json`, also as before migration
+// 9: every payload the whole symptom as JSON (`stored`: the store's symptoms, read before).
+// The store must have been filled without packing (StoreOptions::dictionary_train_rows 0).
+void rewindSchema(sql::Db& raw, const std::vector<StoredSymptom>* to_json = nullptr) {
+  size_t bytes = 0;
+  REQUIRE(payloadsTagged(raw, kPackedPayloadTag, &bytes).first == 0);
+  sql::Transaction tx(raw);
+  REQUIRE(raw.exec("DROP TABLE symptom_dictionaries"));
+  if (raw.postgres())
+    REQUIRE(raw.exec("ALTER TABLE symptoms ALTER COLUMN payload TYPE TEXT USING convert_from(payload, 'UTF8')"));
+  if (to_json) {
+    sql::Stmt legacy(raw, "UPDATE symptoms SET payload = ? WHERE id = ?");
+    for (const auto& s : *to_json) {
+      legacy.reset();
+      legacy.bind(1, symptomJsonText(s.symptom)).bind(2, s.id);
+      REQUIRE(legacy.step() == sql::kDone);
+    }
+  }
+  const int version = to_json ? 8 : 9;
+  REQUIRE(raw.exec(raw.postgres() ? fmt::format("DELETE FROM faultline_schema WHERE version > {}", version)
+                                  : fmt::format("PRAGMA user_version={}", version)));
+  REQUIRE(tx.commit());
+}
+
+// A store at `target` filled from the samples (fillFromSamples) by a writer with `options`; the
+// jobs judged into *judged.
+std::unique_ptr<Store> filledStore(const std::string& target, ManualClock& clock, const StoreOptions& options,
+                                   std::shared_ptr<const common::RuleSet> rules, std::vector<std::string>* judged) {
+  common::RuleEngine engine_rules(rules);
+  std::string error;
+  auto store = Store::open(target, clock, options, &error);
+  INFO(error);
+  REQUIRE(store);
+  VerdictEngine engine(*store, clock, rules, testVerdictOptions());
+  *judged = fillFromSamples(*store, clock, engine, engine_rules);
+  REQUIRE(judged->size() >= 20);
+  return store;
+}
+
+// The store at `target` opened again (its migrations run): every symptom row packed; their
+// payloads' bytes into *packed_bytes.
+std::unique_ptr<Store> reopenPacked(const std::string& target, const Clock& clock, const StoreOptions& options,
+                                    size_t* packed_bytes) {
+  std::string error;
+  auto store = Store::open(target, clock, options, &error);
+  INFO(error);
+  REQUIRE(store);
+  CHECK(store->schemaVersion() == Store::latestSchemaVersion());
+  auto raw = sql::Db::open(target, false, &error);
+  REQUIRE(raw);
+  const auto [packed, rows] = payloadsTagged(*raw, kPackedPayloadTag, packed_bytes);
+  CHECK(packed == rows);
+  return store;
+}
+
+// The shipped rules (rules/).
+std::shared_ptr<const common::RuleSet> rulesForSamples() {
+  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
+  REQUIRE(loaded.rules);
+  return loaded.rules;
+}
+
+// A writer as before migration 10 (compact rows, no dictionary) whose reads decode every payload
+// (no cache).
+StoreOptions compactNoCache() {
+  StoreOptions o;
+  o.symptom_cache_bytes = 0;
+  o.dictionary_train_rows = 0;
+  return o;
+}
+
+// Two stores' shownByStore, byte for byte.
+void checkSameShown(const std::vector<std::string>& before, const std::vector<std::string>& after) {
+  REQUIRE(after.size() == before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    INFO(before[i].substr(0, 200));
+    CHECK(after[i] == before[i]);
+  }
 }
 
 }  // namespace
@@ -192,26 +274,16 @@ std::pair<size_t, size_t> compactPayloads(sql::Db& db, size_t* bytes) {
 TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples, and the API and "
           "the verdicts read the same, byte for byte",
           "[store][migrate]") {
-  auto loaded = common::loadRuleDirs({FAULTLINE_SOURCE_DIR "/rules"});
-  REQUIRE(loaded.rules);
-  common::RuleEngine rules(loaded.rules);
+  const auto rules = rulesForSamples();
   TempDir dir;
   ManualClock clock{kT0};
   const std::string target = storeTarget(dir.file("compact.db"));
-  StoreOptions no_cache;
-  no_cache.symptom_cache_bytes = 0;  // every read decodes the stored payloads
+  StoreOptions no_cache = compactNoCache();
   std::string error;
   std::vector<std::string> judged, before;
   size_t json_bytes = 0;
   {
-    auto store = Store::open(target, clock, no_cache, &error);
-    INFO(error);
-    REQUIRE(store);
-    {
-      VerdictEngine engine(*store, clock, loaded.rules, testVerdictOptions());
-      judged = fillFromSamples(*store, clock, engine, rules);
-    }
-    REQUIRE(judged.size() >= 20);
+    auto store = filledStore(target, clock, no_cache, rules, &judged);
     // The rows as a store of schema 8 holds them: the whole symptom as JSON in the payload.
     auto raw = sql::Db::open(target, false, &error);
     REQUIRE(raw);
@@ -219,37 +291,17 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
     all.limit = 1'000'000;
     const auto stored = store->symptoms(all);
     REQUIRE(stored.size() > 200);
-    {
-      sql::Transaction tx(*raw);
-      sql::Stmt legacy(*raw, "UPDATE symptoms SET payload = ? WHERE id = ?");
-      for (const auto& s : stored) {
-        legacy.reset();
-        legacy.bind(1, symptomJsonText(s.symptom)).bind(2, s.id);
-        REQUIRE(legacy.step() == sql::kDone);
-      }
-      REQUIRE(raw->exec(raw->postgres() ? "DELETE FROM faultline_schema WHERE version = 9" : "PRAGMA user_version=8"));
-      REQUIRE(tx.commit());
-    }
-    CHECK(compactPayloads(*raw, &json_bytes).first == 0);
-    before = shownByStore(*store, clock, loaded.rules, judged);
+    before = shownByStore(*store, clock, rules, judged);
+    store.reset();
+    rewindSchema(*raw, &stored);
+    CHECK(payloadsTagged(*raw, kCompactPayloadTag, &json_bytes).first == 0);
   }
-  // Opened again: migration 9 rewrites the rows.
-  auto store = Store::open(target, clock, no_cache, &error);
-  INFO(error);
-  REQUIRE(store);
-  CHECK(store->schemaVersion() == 9);
-  auto raw = sql::Db::open(target, false, &error);
-  REQUIRE(raw);
-  size_t compact_bytes = 0;
-  const auto [compact, rows] = compactPayloads(*raw, &compact_bytes);
-  CHECK(compact == rows);
-  CHECK(compact_bytes * 3 < json_bytes * 2);  // under two thirds of the JSON (the samples' rows: 54 %)
-  const auto after = shownByStore(*store, clock, loaded.rules, judged);
-  REQUIRE(after.size() == before.size());
-  for (size_t i = 0; i < before.size(); ++i) {
-    INFO(before[i].substr(0, 200));
-    CHECK(after[i] == before[i]);
-  }
+  // Opened again: migration 9 rewrites the rows (and 10 packs them).
+  no_cache.dictionary_train_rows = 2048;
+  size_t packed_bytes = 0;
+  auto store = reopenPacked(target, clock, no_cache, &packed_bytes);
+  CHECK(packed_bytes * 3 < json_bytes * 2);  // under two thirds of the JSON (compact alone: 54 %)
+  checkSameShown(before, shownByStore(*store, clock, rules, judged));
   // And the rows the new writer makes read the same as the JSON ones did: a symptom with every
   // field set, its own boot id, several evidence lines and fields.
   auto s = makeSymptom("gpu-99", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
@@ -270,6 +322,85 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
   CHECK(symptomJsonText(back[0].symptom) == symptomJsonText(s));
 }
 
+TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled from the samples, and the API "
+          "and the verdicts read the same, byte for byte",
+          "[store][migrate]") {
+  const auto rules = rulesForSamples();
+  TempDir dir;
+  ManualClock clock{kT0};
+  const std::string target = storeTarget(dir.file("packed.db"));
+  StoreOptions options = compactNoCache();  // the writer of schema 9
+  std::string error;
+  std::vector<std::string> judged, before;
+  size_t compact_bytes = 0;
+  {
+    auto store = filledStore(target, clock, options, rules, &judged);
+    before = shownByStore(*store, clock, rules, judged);
+    store.reset();
+    auto raw = sql::Db::open(target, false, &error);
+    REQUIRE(raw);
+    rewindSchema(*raw);
+    const auto [compact, rows] = payloadsTagged(*raw, kCompactPayloadTag, &compact_bytes);
+    CHECK(compact == rows);
+    REQUIRE(rows > 200);
+  }
+  // Opened again (by a writer that would train its own dictionary much later): migration 10
+  // trains one from the stored rows and packs them all.
+  options.dictionary_train_rows = 1'000'000;
+  size_t packed_bytes = 0;
+  auto store = reopenPacked(target, clock, options, &packed_bytes);
+  auto raw = sql::Db::open(target, false, &error);
+  REQUIRE(raw);
+  {
+    sql::Stmt dicts(raw->get(), "SELECT COUNT(*) FROM symptom_dictionaries");
+    REQUIRE(dicts.step() == sql::kRow);
+    CHECK(dicts.i64(0) == 1);
+  }  // done: an open read would keep SQLite's snapshot from seeing the row written below
+  // The samples' rows: 44 % of the compact payloads' bytes (one dictionary trained from ~300 rows).
+  CHECK(packed_bytes * 2 < compact_bytes);
+  checkSameShown(before, shownByStore(*store, clock, rules, judged));
+  // A new row is packed with the migration's dictionary and reads back as written.
+  auto s = makeSymptom("gpu-99", "gpu.xid.79", kT0, common::SubDomain::kHardware, common::Role::kRoot, "0000:3b:00.0");
+  s.source = "/var/log/kern.log";
+  s.evidence = {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "second \"line\""};
+  s.fields = {{"xid", "79"}, {"pci", "0000:3b:00"}};
+  s.summary = "GPU 0000:3b:00.0 fell off the bus";
+  REQUIRE(store->ingestBatch(makeBatch("gpu-99", 1, {s}), "agent-gpu-99").status == IngestResult::Status::kStored);
+  sql::Stmt last(raw->get(), "SELECT payload FROM symptoms WHERE node = 'gpu-99'");
+  REQUIRE(last.step() == sql::kRow);
+  CHECK(last.view(0)[0] == kPackedPayloadTag);
+  SymptomFilter one;
+  one.nodes = {"gpu-99"};
+  auto back = store->symptoms(one);
+  REQUIRE(back.size() == 1);
+  CHECK(symptomJsonText(back[0].symptom) == symptomJsonText(s));
+}
+
+TEST_CASE("store: a writer that trains its dictionary after a few rows shows the same as one that never packs",
+          "[store][migrate]") {
+  const auto rules = rulesForSamples();
+  TempDir dir;
+  std::vector<std::string> shown[2];
+  size_t packed[2] = {0, 0};
+  for (int packing = 0; packing < 2; ++packing) {
+    ManualClock clock{kT0};
+    const std::string target = storeTarget(dir.file(packing ? "packing.db" : "compact.db"));
+    StoreOptions options = compactNoCache();
+    options.dictionary_train_rows = packing ? 64 : 0;
+    std::string error;
+    std::vector<std::string> judged;
+    auto store = filledStore(target, clock, options, rules, &judged);
+    shown[packing] = shownByStore(*store, clock, rules, judged);
+    auto raw = sql::Db::open(target, false, &error);
+    REQUIRE(raw);
+    size_t bytes = 0;
+    packed[packing] = payloadsTagged(*raw, kPackedPayloadTag, &bytes).first;
+  }
+  CHECK(packed[0] == 0);
+  CHECK(packed[1] > 100);  // the rows after the first 64 (batches are whole: a few more stay compact)
+  checkSameShown(shown[0], shown[1]);
+}
+
 TEST_CASE("store migrate: a SQLite store filled from the samples into PostgreSQL, every row and id kept",
           "[pg][migrate]") {
   const char* pg = std::getenv("FAULTLINE_TEST_PG");
@@ -287,7 +418,9 @@ TEST_CASE("store migrate: a SQLite store filled from the samples into PostgreSQL
   std::vector<std::string> judged;
   {
     std::string error;
-    auto store = Store::open(source, clock, {}, &error);
+    StoreOptions packing;
+    packing.dictionary_train_rows = 64;  // packed rows and a dictionary to copy
+    auto store = Store::open(source, clock, packing, &error);
     REQUIRE(store);
     // The site relay on: verdict revisions queue in relay_pending, a small collect packs some of
     // them into relay_outbox (a BLOB payload), the rest stay pending.
@@ -342,7 +475,7 @@ TEST_CASE("store migrate: a SQLite store filled from the samples into PostgreSQL
   }
   for (const char* t : {"agents", "nodes", "source_status", "batches", "symptoms", "jobs", "job_nodes", "verdicts",
                         "node_events", "meta", "relay_pending", "relay_outbox", "job_outputs", "node_inventory",
-                        "unmatched_templates"}) {
+                        "unmatched_templates", "symptom_dictionaries"}) {
     INFO(t);
     CHECK(rows_of[t] > 0);  // the fill reached every table, so the comparison covers it
   }

@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "aggregator/store/symptom_codec.h"
+#include "aggregator/store/symptom_dictionary.h"
 #include "tests/aggregator/core/test_util.h"
 
 using namespace faultline;
@@ -134,4 +136,76 @@ TEST_CASE("symptom payload: a damaged compact payload never throws, and the row'
     INFO(bad);
     CHECK(decodeSymptomRow(row.c, bad).rule_id == s.rule_id);
   }
+}
+
+// ---- packed payloads (store migration 10, aggregator/store/symptom_dictionary.h) ----
+
+namespace {
+
+// Compact payloads of `n` symptoms like a cascade's: the same lines on many hosts.
+std::vector<std::string> cascadePayloads(size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) {
+    auto s = fullSymptom();
+    const std::string host = "gpu-n" + std::to_string(1000 + i);
+    s.node = host;
+    s.source = "/var/log/nodes/" + host + "/kern.log";
+    s.evidence = {"2024-03-02T14:21:" + std::to_string(10 + i % 50) + " " + host +
+                      " kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(4000 + i) +
+                      ", name=python, GPU has fallen off the bus.",
+                  host + " NCCL WARN NET/IB : Got completion from peer with error 12, opcode 0, len 0"};
+    s.fields = {{"xid", "79"}, {"pid", std::to_string(4000 + i)}};
+    out.push_back(encodeSymptomPayload(s, "boot-a"));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("symptom payload: packed with a trained dictionary, smaller and read back as the compact form",
+          "[store][codec]") {
+  const auto samples = cascadePayloads(400);
+  auto bytes = trainPayloadDictionary(samples, 32 << 10);
+  REQUIRE(bytes);
+  PayloadDictionaries dicts;
+  const PayloadDictionary* dict = dicts.add(7, *bytes, true);
+  REQUIRE(dict->ok());
+  CHECK(dicts.current().get() == dict);
+  size_t compact = 0, packed = 0;
+  std::string body;
+  for (const auto& p : samples) {
+    const std::string q = dict->pack(p);
+    REQUIRE(q[0] == kPackedPayloadTag);
+    CHECK(packedDictionaryId(q) == 7);
+    REQUIRE(dict->unpack(q, &body));
+    CHECK(body == p.substr(1));
+    compact += p.size();
+    packed += q.size();
+  }
+  CHECK(packed * 3 < compact);  // these rows differ only in host, pid and time: under a third
+
+  // The row reads back as the symptom, with the dictionaries; without them (or another id's) the
+  // columns alone, as for any damaged payload.
+  auto s = fullSymptom();
+  const std::string boot = "boot-a";  // the row's columns point into it
+  Row row(s, boot);
+  const std::string q = dict->pack(encodeSymptomPayload(s, boot));
+  CHECK(symptomJsonText(decodeSymptomRow(row.c, q, SIZE_MAX, &dicts)) == symptomJsonText(s));
+  const std::string columns_only = symptomJsonText(decodeSymptomRow(row.c, "", SIZE_MAX));
+  CHECK(symptomJsonText(decodeSymptomRow(row.c, q)) == columns_only);
+  PayloadDictionaries other;
+  other.add(8, *bytes, true);
+  CHECK(symptomJsonText(decodeSymptomRow(row.c, q, SIZE_MAX, &other)) == columns_only);
+  // Damaged: cut anywhere, a byte flipped: never a throw, the columns or the symptom.
+  for (size_t cut = 0; cut < q.size(); ++cut) {
+    auto d = decodeSymptomRow(row.c, q.substr(0, cut), SIZE_MAX, &dicts);
+    CHECK(d.node == s.node);
+  }
+  std::string flipped = q;
+  flipped[q.size() / 2] ^= 0x5a;
+  CHECK(decodeSymptomRow(row.c, flipped, SIZE_MAX, &dicts).rule_id == s.rule_id);
+  // JSON and text that is not compact pass through pack() unchanged.
+  CHECK(dict->pack("{\"rule_id\":\"x\"}") == "{\"rule_id\":\"x\"}");
+  // Too few samples to learn from: no dictionary.
+  CHECK_FALSE(trainPayloadDictionary(cascadePayloads(3), 32 << 10));
 }
