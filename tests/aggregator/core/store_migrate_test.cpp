@@ -251,6 +251,19 @@ std::shared_ptr<const common::RuleSet> rulesForSamples() {
   return loaded.rules;
 }
 
+// A test over a store filled from the samples: the shipped rules, the store's target in a
+// temporary directory, its clock, and the jobs the verdict tick judged with what the store showed
+// for them before the migration.
+struct SampleStoreCase {
+  explicit SampleStoreCase(const std::string& file) : target(storeTarget(dir.file(file))) {}
+  std::shared_ptr<const common::RuleSet> rules = rulesForSamples();
+  TempDir dir;
+  ManualClock clock{kT0};
+  std::string target;
+  std::string error;
+  std::vector<std::string> judged, before;
+};
+
 // A writer as before migration 10 (compact rows, no dictionary) whose reads decode every payload
 // (no cache).
 StoreOptions compactNoCache() {
@@ -274,13 +287,9 @@ void checkSameShown(const std::vector<std::string>& before, const std::vector<st
 TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from the samples, and the API and "
           "the verdicts read the same, byte for byte",
           "[store][migrate]") {
-  const auto rules = rulesForSamples();
-  TempDir dir;
-  ManualClock clock{kT0};
-  const std::string target = storeTarget(dir.file("compact.db"));
+  SampleStoreCase c("compact.db");
+  auto& [rules, dir, clock, target, error, judged, before] = c;
   StoreOptions no_cache = compactNoCache();
-  std::string error;
-  std::vector<std::string> judged, before;
   size_t json_bytes = 0;
   {
     auto store = filledStore(target, clock, no_cache, rules, &judged);
@@ -325,13 +334,9 @@ TEST_CASE("store: migration 9 compacts the symptom rows of a store filled from t
 TEST_CASE("store: migration 10 packs the compact symptom rows of a store filled from the samples, and the API "
           "and the verdicts read the same, byte for byte",
           "[store][migrate]") {
-  const auto rules = rulesForSamples();
-  TempDir dir;
-  ManualClock clock{kT0};
-  const std::string target = storeTarget(dir.file("packed.db"));
+  SampleStoreCase c("packed.db");
+  auto& [rules, dir, clock, target, error, judged, before] = c;
   StoreOptions options = compactNoCache();  // the writer of schema 9
-  std::string error;
-  std::vector<std::string> judged, before;
   size_t compact_bytes = 0;
   {
     auto store = filledStore(target, clock, options, rules, &judged);

@@ -63,6 +63,9 @@ struct LiveFixture {
   void ingest(const common::SymptomBatchData& b) {
     REQUIRE(store->ingestBatch(b, b.header.agent_id).status == IngestResult::Status::kStored);
   }
+  // gpu-01..03 with live agents, each printing the SRP noise a minute after `start` (batch 1) and
+  // 10 s before `end` (batch `late_seq`): noise every node shares, never unusual.
+  void threeNodesWithNoise(int64_t start, int64_t end, uint64_t early_lines, uint64_t late_lines, uint64_t late_seq);
   void job(const std::string& id, const std::string& nodes, int64_t start, int64_t end, const std::string& state,
            const JobWorkload& workload) {
     recordTestJob(*store, id, nodes, start, end, state, workload);
@@ -71,6 +74,15 @@ struct LiveFixture {
 
 const std::string kLedger = "cannot reconcile ledger <HEX>: quorum failure";
 const std::string kNoise = "ib_srp: login to target <HEX> failed, will retry";
+
+void LiveFixture::threeNodesWithNoise(int64_t start, int64_t end, uint64_t early_lines, uint64_t late_lines,
+                                      uint64_t late_seq) {
+  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) {
+    agent(n);
+    ingest(sightingsBatch(n, 1, {sighting(kNoise, early_lines, "ib_srp: login to target 0x11 failed, will retry", start + 60 * kSec)}));
+    ingest(sightingsBatch(n, late_seq, {sighting(kNoise, late_lines, "ib_srp: login to target 0x12 failed, will retry", end - 10 * kSec)}));
+  }
+}
 
 }  // namespace
 
@@ -175,13 +187,9 @@ TEST_CASE("jobs: the workload (name, user, partition) from the job events, sacct
 TEST_CASE("verdicts: a failed job's unmatched error lines, spatial and temporal, with the node that diverges",
           "[verdicts][unmatched]") {
   LiveFixture f;
-  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) f.agent(n);
   const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
   // Every node prints the SRP noise all along; gpu-02 alone the ledger failure, a minute before the end.
-  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) {
-    f.ingest(sightingsBatch(n, 1, {sighting(kNoise, 40, "ib_srp: login to target 0x11 failed, will retry", start + 60 * kSec)}));
-    f.ingest(sightingsBatch(n, 3, {sighting(kNoise, 2, "ib_srp: login to target 0x12 failed, will retry", end - 10 * kSec)}));
-  }
+  f.threeNodesWithNoise(start, end, 40, 2, 3);
   f.ingest(sightingsBatch("gpu-02", 2,
                           {sighting(kLedger, 3, "cannot reconcile ledger 0x3f2a: quorum failure", end - 60 * kSec)}));
   // A line outside the job's window (an hour after its end) is not the job's.
@@ -226,12 +234,8 @@ TEST_CASE("verdicts: a failed job's unmatched error lines, spatial and temporal,
 TEST_CASE("verdicts: template sightings that arrive after a revision revise the verdict when they change it",
           "[verdicts][unmatched]") {
   LiveFixture f;
-  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) f.agent(n);
   const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
-  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) {
-    f.ingest(sightingsBatch(n, 1, {sighting(kNoise, 4, "ib_srp: login to target 0x11 failed, will retry", start + 60 * kSec)}));
-    f.ingest(sightingsBatch(n, 2, {sighting(kNoise, 1, "ib_srp: login to target 0x12 failed, will retry", end - 10 * kSec)}));
-  }
+  f.threeNodesWithNoise(start, end, 4, 1, 2);
   f.job("510", "gpu-[01-03]", start, end, "FAILED", {});
   f.clock.advance(end + 5 * kSec - f.clock.nowNs());
   auto v1 = f.engine->onJobEnded("510");

@@ -111,7 +111,7 @@ TEST_CASE("dmesg raw: the printk caller id is dropped, frames still join their h
 // stamp, then the kernel's raw line with its caller id. Lines from
 // samples/real-pending/sys-amdgpu-svm-evict-warn-kills-node-jax-setonix, a trace and console
 // noise added.
-TEST_CASE("console log: wall-clock stamp, uptime, caller; the console's own lines kept") {
+TEST_CASE("console log: wall-clock stamp, uptime and caller, with the console's own lines kept") {
   const std::string input =
       "[2025-07-16T20:42:48+08:00][1854229.275568][T4056360] Hardware name: HPE HPE_CRAY_EX235A/HPE CRAY EX235A, BIOS 2.1.0 01-23-2025\n"
       "[2025-07-16T20:42:49+08:00][1854229.283887][T4056360] Workqueue: events svm_range_evict_svm_bo_worker [amdgpu]\n"
