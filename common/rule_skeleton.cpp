@@ -25,7 +25,7 @@ size_t placeholderAt(std::string_view text, size_t i) {
 // What each class of variable may look like. Wide on purpose (a number's unit, "2.83s/it", is
 // part of it): a skeleton must match every line it stands for; the author tightens it.
 std::string_view expressionOf(std::string_view placeholder) {
-  if (placeholder == "<NUM>") return R"([-+]?\.?[0-9]\S*)";
+  if (placeholder == "<NUM>") return R"([-+vV]?\.?[0-9]\S*)";  // the masker's numbers include v2.18
   if (placeholder == "<PID>") return R"([0-9]+)";
   if (placeholder == "<HEX>" || placeholder == "<IP>" || placeholder == "<MAC>" || placeholder == "<PCI>")
     return R"([0-9A-Fa-fxX:.]\S*)";
@@ -51,9 +51,9 @@ std::string yamlQuoted(std::string_view s) {
 
 }  // namespace
 
-std::string patternOfTemplate(std::string_view template_text) {
+static std::string patternOfTokens(const std::vector<std::string_view>& tokens) {
   std::string out;
-  for (std::string_view tok : tokensOf(template_text)) {
+  for (std::string_view tok : tokens) {
     if (!out.empty()) out += R"(\s+)";
     size_t lit = 0;
     for (size_t i = 0; i < tok.size();) {
@@ -70,6 +70,8 @@ std::string patternOfTemplate(std::string_view template_text) {
   }
   return out;
 }
+
+std::string patternOfTemplate(std::string_view template_text) { return patternOfTokens(tokensOf(template_text)); }
 
 std::string prefilterOfTemplate(std::string_view template_text) {
   std::string_view best;
@@ -93,6 +95,26 @@ std::string prefilterOfTemplate(std::string_view template_text) {
     consider(tok.substr(lit));
   }
   return std::string(best);
+}
+
+// The template's pattern, or, when an example stops before the template does (the miner keeps the
+// first 512 bytes of a message but up to 64 of its tokens), the pattern of the template's longest
+// leading run of tokens that every example matches: the examples must match their skeleton.
+static std::string patternOfExamples(std::string_view template_text, const std::vector<std::string>& examples) {
+  std::vector<std::string_view> tokens = tokensOf(template_text);
+  auto matchesAll = [&](const std::string& pattern) {
+    RE2 re(pattern, RE2::Quiet);
+    if (!re.ok()) return false;
+    for (const auto& e : examples)
+      if (!RE2::PartialMatch(e, re)) return false;
+    return true;
+  };
+  std::string pattern = patternOfTokens(tokens);
+  while (tokens.size() > 1 && !matchesAll(pattern)) {
+    tokens.pop_back();
+    pattern = patternOfTokens(tokens);
+  }
+  return pattern;
 }
 
 std::string ruleSkeletonsYaml(const std::vector<RuleSkeletonInput>& rules, const std::vector<std::string>& header) {
@@ -119,7 +141,7 @@ std::string ruleSkeletonsYaml(const std::vector<RuleSkeletonInput>& rules, const
     if (!r.sources.empty()) y += "    sources: [" + r.sources + "]\n";
     const std::string pre = prefilterOfTemplate(r.template_text);
     y += "    prefilter: " + (pre.empty() ? std::string("TODO                # no literal of 4+ bytes in the template") : yamlQuoted(pre)) + "\n";
-    y += "    pattern: " + yamlQuoted(patternOfTemplate(r.template_text)) + "\n";
+    y += "    pattern: " + yamlQuoted(patternOfExamples(r.template_text, r.examples)) + "\n";
     y += "    summary: TODO\n";
     y += "    meaning: TODO\n";
     y += "    action: TODO\n";

@@ -13,7 +13,10 @@
 
 #include "common/error_lexicon.h"
 #include "common/parse/stream_parser.h"
+#include "common/rule_skeleton.h"
 #include "common/template_miner.h"
+
+#include <re2/re2.h>
 
 using namespace faultline::common;
 namespace fs = std::filesystem;
@@ -353,4 +356,37 @@ TEST_CASE("long messages are cut to max_tokens and empty ones have the empty tem
   TemplateId e = miner.add("");
   CHECK(miner.add("   \t ") == e);
   CHECK(miner.get(e).text.empty());
+}
+
+// `rules suggest` (common/rule_skeleton.h): a skeleton's pattern matches the lines it was made
+// from, also a version-like number ("pmixp_client_v2.c" masks to <NUM>) and a message longer than
+// the miner's 512-byte example but shorter than its 64 tokens (the example is cut mid-template).
+TEST_CASE("a rule skeleton's pattern matches its own examples", "[templates][skeleton]") {
+  TemplateMiner miner;
+  const std::string pmix =
+      "error:  mpi/pmix_v5: _errhandler: holy8a27110 [0]: pmixp_client_v2.c:226: Error handler invoked: "
+      "status = -61, source = [slurm.pmix.12570656.0:20]";
+  std::string longer = "./train.sh: line 34: 12024 Aborted (core dumped) python3 -m t5x.train";
+  for (int i = 0; i < 30; ++i) longer += " --gin.option_" + std::to_string(i) + "=\"'value_number_" + std::to_string(i) + "'\"";
+  REQUIRE(longer.size() > 600);
+  for (const std::string& line : {pmix, longer}) {
+    const Template& t = miner.get(miner.add(line));
+    RuleSkeletonInput in;
+    in.template_text = t.text;
+    in.examples = {t.example};
+    in.source = "bundle";
+    const std::string yaml = ruleSkeletonsYaml({in}, {});
+    const size_t at = yaml.find("    pattern: '");
+    REQUIRE(at != std::string::npos);
+    std::string pattern;
+    for (size_t i = at + 14; i < yaml.size() && !(yaml[i] == '\'' && (i + 1 == yaml.size() || yaml[i + 1] != '\'')); ++i) {
+      pattern += yaml[i];
+      if (yaml[i] == '\'') ++i;  // '' is one quote in YAML
+    }
+    INFO(t.text << "\n" << pattern << "\nvs " << t.example);
+    RE2 re(pattern);
+    REQUIRE(re.ok());
+    CHECK(RE2::PartialMatch(t.example, re));
+    CHECK(RE2::PartialMatch(line, re));
+  }
 }
