@@ -55,26 +55,18 @@ std::string valuesList(size_t rows, int cols) {
   return out;
 }
 
-// The text of `head` VALUES (rows × cols) `tail`, built once per thread and kept, keyed by the
-// short head and tail (a 256-row text is up to ~25 KB; building it per chunk was ~4 % of a run's
-// cost).
-const std::string& insertText(std::string_view head, std::string_view tail, size_t rows, int cols) {
-  thread_local std::map<std::string, std::string> texts;
-  const std::string key = fmt::format("{}\n{}\n{}", head, tail, rows);
-  auto [it, added] = texts.try_emplace(key);
-  if (added) it->second = fmt::format("{} VALUES {}{}", head, valuesList(rows, cols), tail);
-  return it->second;
-}
-
 // Inserts `n` rows of `cols` columns: `head` + VALUES list + `tail`, chunked. bind(stmt, row,
-// first_param) binds one row; on_row(stmt) sees each row a RETURNING clause gives back.
-// false on a store error (Db::errmsg() says which).
+// first_param) binds one row (every column); on_row(stmt) sees each row a RETURNING clause gives
+// back. false on a store error (Db::errmsg() says which). Each chunk's statement is the
+// connection's, found by the short head and tail (a 256-row text is up to ~25 KB: built once).
 template <class Bind, class OnRow>
 bool insertRows(sql::Db& db, size_t n, int cols, std::string_view head, std::string_view tail, Bind bind,
                 OnRow on_row) {
+  std::string key;
   for (size_t at = 0; at < n;) {
     const size_t rows = chunkFor(n - at);
-    Stmt st(db, insertText(head, tail, rows, cols));
+    key.assign(head).append("\n").append(tail).append("\n").append(std::to_string(rows));
+    Stmt st = Stmt::keptByKey(db, key, [&] { return fmt::format("{} VALUES {}{}", head, valuesList(rows, cols), tail); });
     for (size_t r = 0; r < rows; ++r) bind(st, at + r, static_cast<int>(r) * cols + 1);
     int rc;
     while ((rc = st.step()) == sql::kRow) on_row(st);
@@ -92,9 +84,11 @@ bool selectIn(sql::Db& db, const std::vector<std::string>& keys, std::string_vie
     size_t rows = kChunkRows[0];
     for (size_t c : kChunkRows)
       if (c >= keys.size() - at) rows = c;
-    std::string list = "?";
-    for (size_t i = 1; i < rows; ++i) list += ",?";
-    Stmt st(db, fmt::format("{}({})", head, list));
+    Stmt st = Stmt::keptByKey(db, fmt::format("{}\n{}", head, rows), [&] {
+      std::string list = "?";
+      for (size_t i = 1; i < rows; ++i) list += ",?";
+      return fmt::format("{}({})", head, list);
+    });
     for (size_t i = 0; i < rows; ++i) st.bind(static_cast<int>(i) + 1, keys[std::min(at + i, keys.size() - 1)]);
     int rc;
     while ((rc = st.step()) == sql::kRow) on_row(st);
@@ -167,13 +161,20 @@ class BatchRun {
     std::map<std::string, std::string> owner;  // hostname -> agent_id
     std::set<std::string> known_agents;
     std::vector<std::string> hosts, agents;
-    for (const auto& t : todo_) {
-      hosts.push_back(in_[t.i].batch->header.hostname);
-      agents.push_back(in_[t.i].batch->header.agent_id);
-    }
+    for (const auto& t : todo_) hosts.push_back(in_[t.i].batch->header.hostname);
     if (!selectIn(db_, distinct(std::move(hosts)), "SELECT hostname, agent_id FROM agents WHERE hostname IN ",
-                  [&](Stmt& s) { owner[s.text(0)] = s.text(1); }) ||
-        !selectIn(db_, distinct(std::move(agents)), "SELECT agent_id FROM agents WHERE agent_id IN ",
+                  [&](Stmt& s) {
+                    owner[s.text(0)] = s.text(1);
+                    known_agents.insert(s.text(1));
+                  }))
+      return false;
+    // Whether the other senders' agent ids are stored (a sender already bound to its hostname is:
+    // once an agent has reported, this asks nothing).
+    for (const auto& t : todo_) {
+      const auto& h = in_[t.i].batch->header;
+      if (!known_agents.count(h.agent_id)) agents.push_back(h.agent_id);
+    }
+    if (!selectIn(db_, distinct(std::move(agents)), "SELECT agent_id FROM agents WHERE agent_id IN ",
                   [&](Stmt& s) { known_agents.insert(s.text(0)); }))
       return false;
     std::set<BatchKey> run_keys;
@@ -347,10 +348,10 @@ class BatchRun {
     return out;
   }
 
-  // The written symptoms as the cache keeps them, by id.
+  // The written symptoms, by id (the cache keeps common::copyForCorrelation of each).
   template <class Put>
   void forEachWritten(Put put) const {
-    for (size_t r = 0; r < rows_.size(); ++r) put(ids_[r], common::copyForCorrelation(*rows_[r].s));
+    for (size_t r = 0; r < rows_.size(); ++r) put(ids_[r], *rows_[r].s);
   }
 
   // The stored batches' results (a run may hold no symptom at all: batches of unmatched
@@ -459,9 +460,12 @@ std::vector<IngestResult> SymptomStore::ingestBatches(const std::vector<IngestIn
     const bool committed = tx->commit(&err);
     settleDictionary(committed);
     if (!committed) return fail(err);
-    if (cache) run.forEachWritten([&](int64_t id, common::Symptom s) { core_.cache.put(id, std::move(s)); });
+    if (cache)
+      run.forEachWritten([&](int64_t id, const common::Symptom& s) { core_.cache.put(id, common::copyForCorrelation(s)); });
   } else if (cache) {
-    run.forEachWritten([&](int64_t id, common::Symptom s) { core_.cache_pending.emplace_back(id, std::move(s)); });
+    run.forEachWritten([&](int64_t id, const common::Symptom& s) {
+      core_.cache_pending.emplace_back(id, common::copyForCorrelation(s));
+    });
   }
   return run.results();
 }

@@ -28,7 +28,9 @@ std::string redactUrl(std::string_view target) {
 Stmt::Stmt(Db* db, std::string_view sql) : own_(db->prepare(sql)), s_(own_.get()) {}
 Stmt::Stmt(Db& db, std::string_view sql) : s_(db.cached(sql)) {}
 Stmt::~Stmt() {
-  if (!own_ && s_) s_->reset();
+  if (own_ || !s_) return;
+  if (rewind_only_) s_->rewind();
+  else s_->reset();
 }
 Stmt& Stmt::bind(int i, int64_t v) {
   if (s_) s_->bindInt(i, v);

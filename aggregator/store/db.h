@@ -44,6 +44,9 @@ class StmtImpl {
   virtual int step() = 0;
   // Rewinds and clears the bindings.
   virtual void reset() = 0;
+  // Rewinds, bindings kept (the next use binds every parameter again; SQLite's clearing walks
+  // them all: thousands in a multi-row statement).
+  virtual void rewind() { reset(); }
   virtual int64_t i64(int col) const = 0;
   virtual double f64(int col) const = 0;
   virtual std::string_view view(int col) const = 0;
@@ -59,6 +62,11 @@ class Stmt {
   // A statement prepared once per connection and kept (Db::cached): reset and its bindings
   // cleared on destruction instead of finalized. For statements run often.
   Stmt(Db& db, std::string_view sql);
+  // The statement Db::cachedByKey keeps for `key` (`sql()` its text, made on the first use only).
+  // Only for statements whose every parameter is bound on each use: rewound, not cleared, on
+  // destruction.
+  template <class Text>
+  static Stmt keptByKey(Db& db, std::string_view key, Text sql);
   ~Stmt();
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -90,8 +98,11 @@ class Stmt {
   bool isNull(int col) const;
 
  private:
+  Stmt(StmtImpl* kept, bool rewind_only) : s_(kept), rewind_only_(rewind_only) {}
+
   std::unique_ptr<StmtImpl> own_;
   StmtImpl* s_ = nullptr;
+  bool rewind_only_ = false;
 };
 
 class Db {
@@ -120,6 +131,16 @@ class Db {
   // The statement for `sql`, prepared on first use and kept until the Db closes. Keyed by the
   // SQL text: only for SQL whose text does not depend on data.
   StmtImpl* cached(std::string_view sql);
+  // The same statement, found by a short `key` that always names the same text (`sql()` makes it,
+  // on the first use only): a multi-row statement's text is tens of kilobytes, and hashing and
+  // comparing it on every use cost about what a 256-row chunk's binds do.
+  template <class Text>
+  StmtImpl* cachedByKey(std::string_view key, Text sql) {
+    if (auto it = by_key_.find(key); it != by_key_.end()) return it->second;
+    StmtImpl* s = cached(sql());
+    if (s) by_key_.emplace(std::string(key), s);
+    return s;
+  }
 
   // ---- what the engines spell differently ----
   // A set of the strings of the JSON array bound to parameter n: "node IN " + jsonList(1).
@@ -140,7 +161,10 @@ class Db {
 
  protected:
   // Engines call this first in their destructor: the cached statements go before the connection.
-  void clearCache() { cache_.clear(); }
+  void clearCache() {
+    by_key_.clear();
+    cache_.clear();
+  }
 
  private:
   // Looked up by string_view (no copy of a long multi-row statement's text per lookup).
@@ -149,7 +173,13 @@ class Db {
     size_t operator()(std::string_view v) const { return std::hash<std::string_view>()(v); }
   };
   std::unordered_map<std::string, std::unique_ptr<StmtImpl>, TextHash, std::equal_to<>> cache_;
+  std::unordered_map<std::string, StmtImpl*, TextHash, std::equal_to<>> by_key_;  // into cache_
 };
+
+template <class Text>
+Stmt Stmt::keptByKey(Db& db, std::string_view key, Text sql) {
+  return Stmt(db.cachedByKey(key, sql), true);
+}
 
 // BEGIN (IMMEDIATE) on construction; ROLLBACK on destruction unless commit() succeeded. Inside an
 // open transaction (a group commit, Store::beginGroup) it is a SAVEPOINT instead: commit()

@@ -31,6 +31,7 @@ class SqliteStmt final : public StmtImpl {
     sqlite3_reset(s_);
     sqlite3_clear_bindings(s_);
   }
+  void rewind() override { sqlite3_reset(s_); }
   int64_t i64(int c) const override { return sqlite3_column_int64(s_, c); }
   double f64(int c) const override { return sqlite3_column_double(s_, c); }
   std::string_view view(int c) const override {

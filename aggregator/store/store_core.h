@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,7 +42,7 @@ struct StoreCore {
   bool group_failed = false;  // a write inside the group failed: endGroup rolls back
   SymptomCache cache{0};
   // Symptoms written in the open group, cached when endGroup commits.
-  std::vector<std::pair<int64_t, common::Symptom>> cache_pending;
+  std::deque<std::pair<int64_t, common::Symptom>> cache_pending;  // a deque: never moved to grow
   // The dictionary new symptom payloads will be packed with (symptom_dictionary.h), while none is
   // current: the compact payloads written so far (its samples, up to dictionary_train_rows), and
   // one trained and inserted by the open transaction, current once that commits (rows the same

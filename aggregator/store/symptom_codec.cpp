@@ -395,14 +395,16 @@ namespace {
 bool plainText(std::string_view v) {
   size_t i = 0;
   constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  auto asciiWord = [&](size_t at) {  // eight ASCII bytes without a NUL at `at`
+    uint64_t x;
+    std::memcpy(&x, v.data() + at, 8);
+    return !(((x - kOnes) & ~x & kHigh) | (x & kHigh));
+  };
   while (i < v.size()) {
-    // Eight ASCII bytes without a NUL at a time (log text is mostly that).
-    for (; i + 8 <= v.size(); i += 8) {
-      uint64_t x;
-      std::memcpy(&x, v.data() + i, 8);
-      if (((x - kOnes) & ~x & kHigh) | (x & kHigh)) break;
-    }
-    if (i >= v.size()) break;
+    // Eight bytes at a time (log text is mostly ASCII), the tail as the last eight (some read twice).
+    for (; i + 8 <= v.size(); i += 8)
+      if (!asciiWord(i)) break;
+    if (i >= v.size() || (i + 8 > v.size() && v.size() >= 8 && asciiWord(v.size() - 8))) break;
     const auto c = static_cast<unsigned char>(v[i]);
     if (c == 0) return false;
     if (c < 0x80) {
@@ -431,16 +433,19 @@ bool allTexts(const common::Symptom& s, Fn fn) {
 }
 
 // Lengths and counts as decimal digits and ':' (a netstring's prefix): the payload stays text.
-void putCount(std::string& out, size_t n) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, n);
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
-  out.push_back(':');
+// Written at `p` (room for kMaxCount bytes), returns the end.
+constexpr size_t kMaxCount = 21;
+char* putCount(char* p, size_t n) {
+  if (n < 10) *p++ = static_cast<char>('0' + n);
+  else p = std::to_chars(p, p + 20, n).ptr;
+  *p++ = ':';
+  return p;
 }
 
-void putText(std::string& out, std::string_view v) {
-  putCount(out, v.size());
-  out.append(v.data(), v.size());
+char* putText(char* p, std::string_view v) {
+  p = putCount(p, v.size());
+  std::memcpy(p, v.data(), v.size());
+  return p + v.size();
 }
 
 constexpr unsigned kFallbackRoot = 1, kOwnBootId = 2;  // the flags character's bits
@@ -529,27 +534,29 @@ std::string encodeSymptomPayload(const common::Symptom& s, std::string_view row_
   const bool own_boot = s.boot_id != row_boot_id;
   // The kinds symptomFromJson reads back (a metric symptom's kind was always stored as application).
   const auto kind = parseSourceKind(common::sourceKindName(s.source_kind)).value_or(common::SourceKind::kApplication);
-  size_t size = 32 + s.symptom.size() + s.category.size() + s.source.size() + s.summary.size() +
-                (own_boot ? s.boot_id.size() + 4 : 0);
-  for (const auto& e : s.evidence) size += e.size() + 5;
-  for (const auto& [k, v] : s.fields) size += k.size() + v.size() + 8;
-  std::string out;
-  out.reserve(size);
-  out.push_back(kCompactPayloadTag);
-  out.push_back(static_cast<char>('0' + (s.fallback_root ? kFallbackRoot : 0) + (own_boot ? kOwnBootId : 0)));
-  out.push_back(static_cast<char>('0' + static_cast<int>(kind)));
-  putText(out, s.symptom);
-  putText(out, s.category);
-  putText(out, s.source);
-  putText(out, s.summary);
-  if (own_boot) putText(out, s.boot_id);
-  putCount(out, s.evidence.size());
-  for (const auto& e : s.evidence) putText(out, e);
-  putCount(out, s.fields.size());
+  // At most this many bytes (each count at its widest), written in place, then cut to what was.
+  size_t size = 3 + 7 * kMaxCount + s.symptom.size() + s.category.size() + s.source.size() + s.summary.size() +
+                (own_boot ? s.boot_id.size() : 0);
+  for (const auto& e : s.evidence) size += e.size() + kMaxCount;
+  for (const auto& [k, v] : s.fields) size += k.size() + v.size() + 2 * kMaxCount;
+  std::string out(size, '\0');
+  char* p = out.data();
+  *p++ = kCompactPayloadTag;
+  *p++ = static_cast<char>('0' + (s.fallback_root ? kFallbackRoot : 0) + (own_boot ? kOwnBootId : 0));
+  *p++ = static_cast<char>('0' + static_cast<int>(kind));
+  p = putText(p, s.symptom);
+  p = putText(p, s.category);
+  p = putText(p, s.source);
+  p = putText(p, s.summary);
+  if (own_boot) p = putText(p, s.boot_id);
+  p = putCount(p, s.evidence.size());
+  for (const auto& e : s.evidence) p = putText(p, e);
+  p = putCount(p, s.fields.size());
   for (const auto& [k, v] : s.fields) {
-    putText(out, k);
-    putText(out, v);
+    p = putText(p, k);
+    p = putText(p, v);
   }
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 
