@@ -107,6 +107,8 @@ constexpr Phrase kPhrases[] = {
     {{"thermal", "trip"}, 2},
     {{"non", "recoverable"}, 2},
     {{"null", "pointer"}, 2},
+    {{"not", "listed"}, 2},                   // ollama: "server cpu_avx2 not listed in available servers"
+    {{"more", "than", "the", "maximum"}, 4},  // a refused request: Toil's "requesting 64 cores, more than the maximum of 32"
 };
 
 // The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
