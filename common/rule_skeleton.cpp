@@ -49,9 +49,7 @@ std::string yamlQuoted(std::string_view s) {
   return out + "'";
 }
 
-}  // namespace
-
-static std::string patternOfTokens(const std::vector<std::string_view>& tokens) {
+std::string patternOfTokens(const std::vector<std::string_view>& tokens) {
   std::string out;
   for (std::string_view tok : tokens) {
     if (!out.empty()) out += R"(\s+)";
@@ -71,9 +69,7 @@ static std::string patternOfTokens(const std::vector<std::string_view>& tokens) 
   return out;
 }
 
-std::string patternOfTemplate(std::string_view template_text) { return patternOfTokens(tokensOf(template_text)); }
-
-std::string prefilterOfTemplate(std::string_view template_text) {
+std::string prefilterOfTokens(const std::vector<std::string_view>& tokens) {
   std::string_view best;
   auto consider = [&](std::string_view piece) {
     if (piece.size() < 4 || piece.size() <= best.size()) return;
@@ -81,7 +77,7 @@ std::string prefilterOfTemplate(std::string_view template_text) {
       if (c < 0x20 || c == 0x7f || c == '?') return;
     best = piece;
   };
-  for (std::string_view tok : tokensOf(template_text)) {
+  for (std::string_view tok : tokens) {
     size_t lit = 0;
     for (size_t i = 0; i < tok.size();) {
       if (size_t n = placeholderAt(tok, i)) {
@@ -97,25 +93,27 @@ std::string prefilterOfTemplate(std::string_view template_text) {
   return std::string(best);
 }
 
-// The template's pattern, or, when an example stops before the template does (the miner keeps the
-// first 512 bytes of a message but up to 64 of its tokens), the pattern of the template's longest
-// leading run of tokens that every example matches: the examples must match their skeleton.
-static std::string patternOfExamples(std::string_view template_text, const std::vector<std::string>& examples) {
+// The template's tokens, or, when an example stops before the template does (the miner keeps the
+// first 512 bytes of a message but up to 64 of its tokens), its longest leading run of tokens
+// whose pattern every example matches: a skeleton's pattern and prefilter must hold for its examples.
+std::vector<std::string_view> tokensOfExamples(std::string_view template_text, const std::vector<std::string>& examples) {
   std::vector<std::string_view> tokens = tokensOf(template_text);
-  auto matchesAll = [&](const std::string& pattern) {
-    RE2 re(pattern, RE2::Quiet);
+  auto matchesAll = [&] {
+    RE2 re(patternOfTokens(tokens), RE2::Quiet);
     if (!re.ok()) return false;
     for (const auto& e : examples)
       if (!RE2::PartialMatch(e, re)) return false;
     return true;
   };
-  std::string pattern = patternOfTokens(tokens);
-  while (tokens.size() > 1 && !matchesAll(pattern)) {
-    tokens.pop_back();
-    pattern = patternOfTokens(tokens);
-  }
-  return pattern;
+  while (tokens.size() > 1 && !matchesAll()) tokens.pop_back();
+  return tokens;
 }
+
+}  // namespace
+
+std::string patternOfTemplate(std::string_view template_text) { return patternOfTokens(tokensOf(template_text)); }
+
+std::string prefilterOfTemplate(std::string_view template_text) { return prefilterOfTokens(tokensOf(template_text)); }
 
 std::string ruleSkeletonsYaml(const std::vector<RuleSkeletonInput>& rules, const std::vector<std::string>& header) {
   std::string y;
@@ -139,9 +137,10 @@ std::string ruleSkeletonsYaml(const std::vector<RuleSkeletonInput>& rules, const
     y += "    role: TODO                    # root|cascade|teardown|context\n";
     y += "    severity: error\n";
     if (!r.sources.empty()) y += "    sources: [" + r.sources + "]\n";
-    const std::string pre = prefilterOfTemplate(r.template_text);
+    const std::vector<std::string_view> tokens = tokensOfExamples(r.template_text, r.examples);
+    const std::string pre = prefilterOfTokens(tokens);
     y += "    prefilter: " + (pre.empty() ? std::string("TODO                # no literal of 4+ bytes in the template") : yamlQuoted(pre)) + "\n";
-    y += "    pattern: " + yamlQuoted(patternOfExamples(r.template_text, r.examples)) + "\n";
+    y += "    pattern: " + yamlQuoted(patternOfTokens(tokens)) + "\n";
     y += "    summary: TODO\n";
     y += "    meaning: TODO\n";
     y += "    action: TODO\n";

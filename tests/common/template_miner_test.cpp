@@ -388,5 +388,10 @@ TEST_CASE("a rule skeleton's pattern matches its own examples", "[templates][ske
     REQUIRE(re.ok());
     CHECK(RE2::PartialMatch(t.example, re));
     CHECK(RE2::PartialMatch(line, re));
+    // The prefilter literal comes from the same kept tokens: the cut example holds it.
+    const size_t pre = yaml.find("    prefilter: '");
+    REQUIRE(pre != std::string::npos);
+    const std::string literal = yaml.substr(pre + 16, yaml.find('\'', pre + 16) - (pre + 16));
+    CHECK(t.example.find(literal) != std::string::npos);
   }
 }
