@@ -106,6 +106,7 @@
       settle: "the settle time after the job's end passed",
       late_symptoms: "symptoms arrived after the previous revision",
       late_templates: "error lines no rule matched arrived after the previous revision",
+      late_coverage: "a node's log began to count after the previous revision",
       metrics: "metric evidence changed the verdict",
       job_output: "the job's output file was uploaded",
       job_update: "the scheduler updated the job",

@@ -40,6 +40,12 @@ size_t chunkFor(size_t remaining) {
   return 1;
 }
 
+// The grouped write's source status upsert, after its VALUES list.
+const std::string kSourceStatusTail =
+    " ON CONFLICT(node, source) DO UPDATE SET format=excluded.format, status=excluded.status, "
+    "reason=excluded.reason, records=excluded.records, skipped=excluded.skipped, updated_ns=excluded.updated_ns, " +
+    std::string(kCountedOnConflict);
+
 // "(?,?),(?,?)" for rows × cols. Bare `?` (numbered in order): SQLite looks a `?N` up in a list
 // when it compiles the statement, quadratic in a 3,840-parameter one.
 std::string valuesList(size_t rows, int cols) {
@@ -326,15 +332,15 @@ class BatchRun {
                },
                [](Stmt&) {}) &&
            insertRows(
-               db_, source_list.size(), 8,
-               "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns)",
-               " ON CONFLICT(node, source) DO UPDATE SET format=excluded.format, status=excluded.status, "
-               "reason=excluded.reason, records=excluded.records, skipped=excluded.skipped, "
-               "updated_ns=excluded.updated_ns",
+               db_, source_list.size(), 9,
+               "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns, "
+               "counted_ns)",
+               kSourceStatusTail,
                [&](Stmt& st, size_t r, int p) {
                  const auto& [node, c] = source_list[r];
                  st.bindRef(p, *node).bindRef(p + 1, c->source).bindRef(p + 2, c->format).bindRef(p + 3, c->status);
                  st.bindRef(p + 4, c->reason).bind(p + 5, c->records).bind(p + 6, c->skipped).bind(p + 7, now_);
+                 st.bind(p + 8, countedAt(c->records, c->status, now_));
                },
                [](Stmt&) {}) &&
            insertUnmatchedTemplates(db_, stored_batches, now_);

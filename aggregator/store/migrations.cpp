@@ -237,6 +237,16 @@ CREATE TABLE symptom_dictionaries(
   id INTEGER PRIMARY KEY,
   dictionary BLOB NOT NULL);
 )sql",
+    // 11: when each source began to count for the verdicts' coverage (records read, ok or
+    // partial; 0 while it does not): a node's log first counted after its job's final revision
+    // changes what the verdict may say (which nodes printed a line, of those with that kind of
+    // log), and the verdict engine's tick finds such sources by this column (`late_coverage`).
+    // Sources counting before the upgrade count from long ago (1): not news to any verdict.
+    R"sql(
+ALTER TABLE source_status ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;
+UPDATE source_status SET counted_ns = 1 WHERE records > 0 AND status IN ('ok', 'partial');
+CREATE INDEX source_status_by_counted ON source_status(counted_ns);
+)sql",
 };
 
 const size_t kStoreMigrationCount = std::size(kStoreMigrations);

@@ -75,12 +75,13 @@ bool recordSender(sql::Db& db, const common::SymptomBatchData& batch, int64_t no
   }
   for (const auto& c : batch.sources) {
     std::optional<Stmt> st;
-    auto& src = prepare(st,
-                        "INSERT INTO source_status(node, source, format, status, reason, records, skipped, updated_ns) "
-                        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(node, source) DO UPDATE SET format=?3, "
-                        "status=?4, reason=?5, records=?6, skipped=?7, updated_ns=?8");
+    auto& src = prepare(st, std::string("INSERT INTO source_status(node, source, format, status, reason, records, "
+                                        "skipped, updated_ns, counted_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) "
+                                        "ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, reason=?5, "
+                                        "records=?6, skipped=?7, updated_ns=?8, ") +
+                                std::string(kCountedOnConflict));
     src.bind(1, h.hostname).bind(2, c.source).bind(3, c.format).bind(4, c.status).bind(5, c.reason);
-    src.bind(6, c.records).bind(7, c.skipped).bind(8, now).step();
+    src.bind(6, c.records).bind(7, c.skipped).bind(8, now).bind(9, countedAt(c.records, c.status, now)).step();
   }
   return true;
 }
@@ -117,8 +118,11 @@ bool upsertHeartbeatNode(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
   return n.step() == sql::kDone;
 }
 
-// Each source's status, with an event when it changed (a new source that is ok is no news).
-void recordSourceStatus(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
+// Each source's status, with an event when it changed (a new source that is ok is no news). On
+// the node's first heartbeat its counted sources count from now: a node heard only through
+// batches gives the verdicts no source coverage (verdict_engine.cpp, agentCoverage), so its
+// sources begin to count for them here.
+void recordSourceStatus(sql::Db& db, const HeartbeatInfo& hb, int64_t now, bool first_heartbeat) {
   for (const auto& src : hb.sources) {
     Stmt old(db.get(), "SELECT status FROM source_status WHERE node = ? AND source = ?");
     old.bind(1, hb.hostname).bind(2, src.source);
@@ -127,12 +131,25 @@ void recordSourceStatus(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
       insertNodeEvent(db, {hb.hostname, now, "source",
                            src.source + ": " + src.status + (src.reason.empty() ? "" : " (" + src.reason + ")"), ""});
     Stmt s(db.get(),
-           "INSERT INTO source_status(node, source, format, status, reason, records, skipped, lost, updated_ns) "
-           "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) ON CONFLICT(node, source) DO UPDATE SET format=?3, status=?4, "
-           "reason=?5, records=?6, skipped=?7, lost=?8, updated_ns=?9");
+           std::string("INSERT INTO source_status(node, source, format, status, reason, records, skipped, lost, "
+                       "updated_ns, counted_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT(node, source) DO "
+                       "UPDATE SET format=?3, status=?4, reason=?5, records=?6, skipped=?7, lost=?8, updated_ns=?9, ") +
+               std::string(kCountedOnConflict));
     s.bind(1, hb.hostname).bind(2, src.source).bind(3, src.format).bind(4, src.status).bind(5, src.reason);
-    s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now).step();
+    s.bind(6, src.records).bind(7, src.skipped).bind(8, src.lost).bind(9, now);
+    s.bind(10, countedAt(src.records, src.status, now)).step();
   }
+  if (first_heartbeat) {
+    Stmt s(db.get(), "UPDATE source_status SET counted_ns = ? WHERE node = ? AND counted_ns > 0");
+    s.bind(1, now).bind(2, hb.hostname).step();
+  }
+}
+
+// Whether the node has had no heartbeat before this one (no row, or rows from batches only).
+bool firstHeartbeat(sql::Db& db, const std::string& hostname) {
+  Stmt s(db.get(), "SELECT last_heartbeat_ns FROM nodes WHERE hostname = ?");
+  s.bind(1, hostname);
+  return s.step() != sql::kRow || s.i64(0) == 0;
 }
 
 }  // namespace
@@ -158,13 +175,23 @@ bool NodeStore::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authen
     *reason = "hostname bound to another agent";
     return false;
   }
+  const bool first = firstHeartbeat(*db_, hb.hostname);
   if (!upsertHeartbeatAgent(*db_, hb, now) || !upsertHeartbeatNode(*db_, hb, now)) return storeError(db_->errmsg());
-  recordSourceStatus(*db_, hb, now);
+  recordSourceStatus(*db_, hb, now, first);
   if (hb.inventory && !putInventoryLocked(hb.hostname, hb.agent_id, *hb.inventory, now))
     return storeError(db_->errmsg());
   std::string err;
   if (!tx.commit(&err)) return storeError(err);
   return true;
+}
+
+std::map<std::string, int64_t> NodeStore::nodesCountedSince(int64_t after_ns) {
+  Lock lock(*this);
+  Stmt s(db_->get(), "SELECT node, MAX(counted_ns) FROM source_status WHERE counted_ns > ? GROUP BY node");
+  s.bind(1, after_ns);
+  std::map<std::string, int64_t> out;
+  while (s.step() == sql::kRow) out.emplace(s.text(0), s.i64(1));
+  return out;
 }
 
 std::vector<SourceStatusInfo> NodeStore::sourcesLocked(const std::string& node) {

@@ -32,6 +32,10 @@ class NodeStore : protected StorePart {
   // Of those, how far each has reported (NodeRow::reported_ns) and nothing else: the tick's
   // "every node reported" check for an open verdict.
   std::map<std::string, int64_t> reportedUpTo(const std::vector<std::string>& hostnames);
+  // The nodes with a source that began to count for the verdicts' coverage after `after_ns`
+  // (source_status.counted_ns: records read, ok or partial; from the node's first heartbeat),
+  // each with the latest such time.
+  std::map<std::string, int64_t> nodesCountedSince(int64_t after_ns);
   std::vector<NodeEvent> nodeHistory(const std::string& hostname, int64_t since_ns, size_t limit = 200);
   bool addNodeEvent(const NodeEvent& e);
 

@@ -18,6 +18,17 @@ namespace faultline::aggregator {
 std::string batchCheck(const common::SymptomBatchData& batch, std::string_view authenticated_agent);
 IngestResult rejectedResult(std::string reason);
 
+// A source's status row counts for the verdicts' coverage (live_unrecognized.h, coveredByKind)
+// once it read records and is ok or partial: source_status.counted_ns holds when it began to
+// (migration 11; 0 while it does not). The value a write binds for it, and the upsert's term that
+// keeps the first time while the row goes on counting.
+inline int64_t countedAt(uint64_t records, std::string_view status, int64_t now_ns) {
+  return records > 0 && (status == "ok" || status == "partial") ? now_ns : 0;
+}
+inline constexpr std::string_view kCountedOnConflict =
+    "counted_ns=CASE WHEN excluded.counted_ns = 0 THEN 0 WHEN source_status.counted_ns > 0 THEN "
+    "source_status.counted_ns ELSE excluded.counted_ns END";
+
 // A list of strings as a JSON array (bound as one parameter: Db::jsonList), and back (anything
 // but an array of strings: the strings in it, or none).
 std::string joinJsonArray(const std::vector<std::string>& v);

@@ -175,7 +175,7 @@ struct VerdictRow {
   int revision = 0;
   int64_t created_ns = 0;
   std::string status;  // provisional | final
-  std::string reason;  // job_end | settle | late_symptoms | late_templates | reported | timeout | job_output | job_update | metrics
+  std::string reason;  // job_end | settle | late_symptoms | late_templates | late_coverage | reported | timeout | job_output | job_update | metrics
   int64_t max_symptom_id = 0;
   size_t symptoms = 0;
   std::vector<std::string> missing_nodes;

@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kWatermarkKey = "verdicts.symptom_watermark";
 constexpr const char* kOutputWatermarkKey = "verdicts.job_output_watermark";
 constexpr const char* kTemplateWatermarkKey = "verdicts.template_watermark";
+constexpr const char* kCoverageWatermarkKey = "verdicts.coverage_watermark";
 }
 
 VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
@@ -252,9 +253,15 @@ std::optional<VerdictRow> VerdictEngine::onMetricEvidence(const std::string& job
   return store(std::move(next));
 }
 
-bool VerdictEngine::changedFromStored(const std::string& job_id, const VerdictRow& next) {
+bool VerdictEngine::changedFromStored(const std::string& job_id, const VerdictRow& next, bool beyond_coverage) {
   auto prev = store_.latestVerdict(job_id);
-  return !prev || common::toJson(prev->diagnosis) != common::toJson(next.diagnosis);
+  if (!prev) return true;
+  auto a = common::toJson(prev->diagnosis), b = common::toJson(next.diagnosis);
+  if (beyond_coverage) {  // its record counts grow with every heartbeat: not news by themselves
+    a.erase("coverage");
+    b.erase("coverage");
+  }
+  return a != b;
 }
 
 size_t VerdictEngine::tick() {
@@ -305,12 +312,27 @@ size_t VerdictEngine::tick() {
       sighted.insert(std::move(id));
   }
   if (template_newest != template_mark) store_.setMetaInt(kTemplateWatermarkKey, template_newest);
+  // Sources that began to count for coverage since the last tick (a node's first heartbeat, a log's
+  // first records): news for the jobs that ended on the node within the final timeout before,
+  // when they change the verdict — which nodes printed a line of those with that kind of log can
+  // change after the final revision, a heartbeat later.
+  std::set<std::string> recounted;
+  const int64_t coverage_mark = store_.metaInt(kCoverageWatermarkKey, 0);
+  int64_t coverage_newest = coverage_mark;
+  for (const auto& [node, counted_ns] : store_.nodesCountedSince(coverage_mark)) {
+    coverage_newest = std::max(coverage_newest, counted_ns);
+    for (auto& id : store_.jobsAt(node, counted_ns - options_.final_timeout_ns, counted_ns, pre,
+                                  post + options_.settle_ns))
+      recounted.insert(std::move(id));
+  }
+  if (coverage_newest != coverage_mark) store_.setMetaInt(kCoverageWatermarkKey, coverage_newest);
   std::map<std::string, VerdictHead> latest;
   for (const auto& entry : late)
     if (auto v = store_.latestVerdictHead(entry.first)) latest.emplace(entry.first, std::move(*v));
-  for (const auto& id : sighted)
-    if (!latest.count(id))
-      if (auto v = store_.latestVerdictHead(id)) latest.emplace(id, std::move(*v));
+  for (const auto* ids : {&sighted, &recounted})
+    for (const auto& id : *ids)
+      if (!latest.count(id))
+        if (auto v = store_.latestVerdictHead(id)) latest.emplace(id, std::move(*v));
   for (auto& v : store_.openVerdictHeads()) latest.emplace(v.job_id, std::move(v));
 
   // 3. Per job with a verdict that may be due a revision.
@@ -336,7 +358,7 @@ size_t VerdictEngine::tick() {
                                return f != fresh_nodes.end() && f->second > read_up_to;
                              }) ||
                  unreportedNodes(*job).empty();
-      if (!due && !sighted.count(id)) continue;
+      if (!due && !sighted.count(id) && !recounted.count(id)) continue;
     }
     VerdictRow next = evaluate(*job, "");
     if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
@@ -347,6 +369,8 @@ size_t VerdictEngine::tick() {
       next.reason = "settle";
     else if (sighted.count(id) && changedFromStored(id, next))
       next.reason = "late_templates";
+    else if (recounted.count(id) && changedFromStored(id, next, /*beyond_coverage=*/true))
+      next.reason = "late_coverage";
     else continue;
     if (v.status == "final") next.status = "final";
     if (store(std::move(next))) ++written;

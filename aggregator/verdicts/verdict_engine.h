@@ -6,6 +6,9 @@
 //   symptoms for the job's window arrive after a revision -> a new revision ("late_symptoms");
 //   template sightings (error lines no rule matched) for the window arrive after a revision and
 //   change the verdict -> a new revision ("late_templates");
+//   a node's log begins to count for coverage (its first heartbeat, a log's first records) within
+//   the final timeout after the job's end and the verdict says otherwise than before (beyond
+//   its coverage entries) -> a new revision ("late_coverage");
 //   the job's output file is uploaded (`faultline job output`) -> a new revision ("job_output");
 //   a changed job state (sacct refines FAILED -> NODE_FAIL) -> a new revision ("job_update");
 //   metric evidence arrives from --prometheus (asked at the first verdict and at settle) and
@@ -102,8 +105,9 @@ class VerdictEngine {
 
  private:
   std::optional<VerdictRow> store(VerdictRow v);
-  // `next` says something the job's latest stored verdict does not (or there is none).
-  bool changedFromStored(const std::string& job_id, const VerdictRow& next);
+  // `next` says something the job's latest stored verdict does not (or there is none); with
+  // `beyond_coverage`, something besides its coverage entries.
+  bool changedFromStored(const std::string& job_id, const VerdictRow& next, bool beyond_coverage = false);
   // Nodes of `job` whose agent has not yet reported past end + margin (the store asked for how far
   // each reported, nothing else of its row: the tick asks this of every open verdict).
   std::vector<std::string> unreportedNodes(const JobRow& job);

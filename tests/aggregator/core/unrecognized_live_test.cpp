@@ -50,19 +50,21 @@ struct LiveFixture {
     engine = std::make_unique<VerdictEngine>(*store, clock, loaded.rules, o);
   }
   // A node whose agent follows the journal (records read, status ok), heard from now.
-  void agent(const std::string& node) {
+  void agent(const std::string& node, uint64_t records = 1000) {
     HeartbeatInfo hb;
     hb.agent_id = "agent-" + node;
     hb.hostname = node;
     hb.boot_id = "boot-1";
     hb.created_ns = clock.nowNs();
-    hb.sources = {{"journal", "journal-file", "ok", "", 1000, 0, 0}};
+    hb.sources = {{"journal", "journal-file", "ok", "", records, 0, 0}};
     std::string reason;
     REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &reason));
   }
   void ingest(const common::SymptomBatchData& b) {
     REQUIRE(store->ingestBatch(b, b.header.agent_id).status == IngestResult::Status::kStored);
   }
+  // gpu-02 alone prints the ledger failure (`lines` of it, the first at `at`), in batch `seq`.
+  void ledgerOnGpu02(uint64_t seq, uint64_t lines, int64_t at);
   // gpu-01..03 with live agents, each printing the SRP noise a minute after `start` (batch 1) and
   // 10 s before `end` (batch `late_seq`): noise every node shares, never unusual.
   void threeNodesWithNoise(int64_t start, int64_t end, uint64_t early_lines, uint64_t late_lines, uint64_t late_seq);
@@ -74,6 +76,10 @@ struct LiveFixture {
 
 const std::string kLedger = "cannot reconcile ledger <HEX>: quorum failure";
 const std::string kNoise = "ib_srp: login to target <HEX> failed, will retry";
+
+void LiveFixture::ledgerOnGpu02(uint64_t seq, uint64_t lines, int64_t at) {
+  ingest(sightingsBatch("gpu-02", seq, {sighting(kLedger, lines, "cannot reconcile ledger 0x3f2a: quorum failure", at)}));
+}
 
 void LiveFixture::threeNodesWithNoise(int64_t start, int64_t end, uint64_t early_lines, uint64_t late_lines,
                                       uint64_t late_seq) {
@@ -190,8 +196,7 @@ TEST_CASE("verdicts: a failed job's unmatched error lines, spatial and temporal,
   const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
   // Every node prints the SRP noise all along; gpu-02 alone the ledger failure, a minute before the end.
   f.threeNodesWithNoise(start, end, 40, 2, 3);
-  f.ingest(sightingsBatch("gpu-02", 2,
-                          {sighting(kLedger, 3, "cannot reconcile ledger 0x3f2a: quorum failure", end - 60 * kSec)}));
+  f.ledgerOnGpu02(2, 3, end - 60 * kSec);
   // A line outside the job's window (an hour after its end) is not the job's.
   f.ingest(sightingsBatch("gpu-03", 2, {sighting("fsck: cannot open /dev/sdq: No such device", 1,
                                                  "fsck: cannot open /dev/sdq: No such device", end + 3600 * kSec)}));
@@ -246,8 +251,7 @@ TEST_CASE("verdicts: template sightings that arrive after a revision revise the 
 
   // gpu-02's agent ships the templates of its file's last lines with a later batch — after the
   // verdict was made, with no symptom beside them.
-  f.ingest(sightingsBatch("gpu-02", 3,
-                          {sighting(kLedger, 2, "cannot reconcile ledger 0x3f2a: quorum failure", end - 30 * kSec)}));
+  f.ledgerOnGpu02(3, 2, end - 30 * kSec);
   REQUIRE(f.engine->tick() == 1);
   auto v2 = f.store->latestVerdict("510");
   REQUIRE(v2);
@@ -265,6 +269,89 @@ TEST_CASE("verdicts: template sightings that arrive after a revision revise the 
                                                  "fsck: cannot open /dev/sdq: No such device", end + 7200 * kSec)}));
   CHECK(f.engine->tick() == 0);
   CHECK(f.store->latestVerdict("510")->revision == v2->revision);
+}
+
+TEST_CASE("verdicts: a node's journal that begins to count after the final revision revises what it says",
+          "[verdicts][unmatched]") {
+  LiveFixture f;
+  const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
+  f.threeNodesWithNoise(start, end, 4, 1, 2);
+  f.ledgerOnGpu02(3, 2, end - 30 * kSec);
+  f.job("520", "gpu-[01-03]", start, end, "FAILED", {});
+  f.clock.advance(end + 5 * kSec - f.clock.nowNs());
+  f.agent("gpu-01");
+  f.agent("gpu-02");
+  f.agent("gpu-03", 0);  // live, but its agent has read nothing of its journal (yet)
+  auto v1 = f.engine->onJobEnded("520");
+  REQUIRE(v1);
+  REQUIRE(v1->diagnosis.unrecognized.size() == 1);
+  REQUIRE_FALSE(v1->diagnosis.unrecognized[0].why.empty());
+  CHECK(v1->diagnosis.unrecognized[0].why[0] == "spatial: printed by 1 of the 2 nodes with journal logs (gpu-02)");
+  f.engine->tick();
+  const int before = f.store->latestVerdict("520")->revision;
+
+  // gpu-03's journal counts from its next heartbeat on: the line is now 1 of 3 nodes'.
+  f.clock.advance(30 * kSec);
+  f.agent("gpu-03", 1000);
+  REQUIRE(f.engine->tick() == 1);
+  auto v2 = f.store->latestVerdict("520");
+  REQUIRE(v2);
+  CHECK(v2->revision == before + 1);
+  CHECK(v2->reason == "late_coverage");
+  REQUIRE(v2->diagnosis.unrecognized.size() == 1);
+  CHECK(v2->diagnosis.unrecognized[0].why[0] == "spatial: printed by 1 of the 3 nodes with journal logs (gpu-02)");
+
+  // Records that only grow are no news; nor is the same source counted again.
+  f.clock.advance(30 * kSec);
+  for (const char* n : {"gpu-01", "gpu-02", "gpu-03"}) f.agent(n, 5000);
+  CHECK(f.engine->tick() == 0);
+  CHECK(f.store->latestVerdict("520")->revision == v2->revision);
+}
+
+TEST_CASE("store: a source counts from when it first read records and was ok, and from the node's first heartbeat",
+          "[store][unmatched]") {
+  TempDir dir;
+  ManualClock clock{kT0};
+  auto store = openStore(dir.file("c.db"), clock);
+  auto beat = [&](const std::string& node, uint64_t records, const std::string& status) {
+    HeartbeatInfo hb;
+    hb.agent_id = "agent-" + node;
+    hb.hostname = node;
+    hb.boot_id = "boot-1";
+    hb.created_ns = clock.nowNs();
+    hb.sources = {{"journal", "journal-file", status, "", records, 0, 0}};
+    std::string reason;
+    REQUIRE(store->recordHeartbeat(hb, hb.agent_id, &reason));
+  };
+  // A batch's sources come before the node's first heartbeat: they count from that heartbeat.
+  auto b = makeBatch("gpu-01", 1, {});
+  b.sources = {{"gpu-01", "journal", "journal-file", 10, 0, "ok", ""}};
+  REQUIRE(store->ingestBatch(b, "agent-gpu-01").status == IngestResult::Status::kStored);
+  CHECK(store->nodesCountedSince(0) == std::map<std::string, int64_t>{{"gpu-01", kT0}});
+  // The grouped writer's path counts the same way (a source with nothing read does not).
+  auto b3 = makeBatch("gpu-03", 1, {}), b4 = makeBatch("gpu-04", 1, {});
+  b3.sources = {{"gpu-03", "journal", "journal-file", 10, 0, "partial", "rotated"}};
+  b4.sources = {{"gpu-04", "journal", "journal-file", 0, 0, "ok", ""}};
+  auto results = store->ingestBatches({{&b3, "agent-gpu-03"}, {&b4, "agent-gpu-04"}});
+  REQUIRE(results.size() == 2);
+  CHECK(results[0].status == IngestResult::Status::kStored);
+  CHECK(store->nodesCountedSince(0) == std::map<std::string, int64_t>{{"gpu-01", kT0}, {"gpu-03", kT0}});
+  CHECK(store->nodesCountedSince(kT0).empty());
+  clock.advance(kSec);
+  beat("gpu-01", 20, "ok");
+  CHECK(store->nodesCountedSince(kT0) == std::map<std::string, int64_t>{{"gpu-01", kT0 + kSec}});
+  clock.advance(kSec);
+  beat("gpu-01", 30, "ok");  // still counting: the time it began stays
+  beat("gpu-02", 0, "ok");   // nothing read: not counting
+  CHECK(store->nodesCountedSince(kT0) == std::map<std::string, int64_t>{{"gpu-01", kT0 + kSec}});
+  CHECK(store->nodesCountedSince(kT0 + kSec).empty());
+  clock.advance(kSec);
+  beat("gpu-01", 30, "error");  // stops counting
+  beat("gpu-02", 5, "partial");
+  CHECK(store->nodesCountedSince(kT0) == std::map<std::string, int64_t>{{"gpu-02", kT0 + 3 * kSec}});
+  clock.advance(kSec);
+  beat("gpu-01", 31, "ok");  // counts again, from now
+  CHECK(store->nodesCountedSince(kT0 + 3 * kSec) == std::map<std::string, int64_t>{{"gpu-01", kT0 + 4 * kSec}});
 }
 
 TEST_CASE("verdicts: the same workload's earlier successful job that printed the template makes it not unusual",
@@ -321,8 +408,7 @@ TEST_CASE("verdicts: no divergent node when another node's agent did not answer,
   LiveFixture f;
   for (const char* n : {"gpu-01", "gpu-02"}) f.agent(n);  // gpu-03 has no agent
   const int64_t start = kT0 + 10 * kSec, end = kT0 + 600 * kSec;
-  f.ingest(sightingsBatch("gpu-02", 1,
-                          {sighting(kLedger, 3, "cannot reconcile ledger 0x3f2a: quorum failure", end - 60 * kSec)}));
+  f.ledgerOnGpu02(1, 3, end - 60 * kSec);
   f.job("700", "gpu-[01-03]", start, end, "FAILED", {});
   f.clock.advance(end + 5 * kSec - f.clock.nowNs());
   for (const char* n : {"gpu-01", "gpu-02"}) f.agent(n);
