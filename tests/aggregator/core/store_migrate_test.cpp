@@ -196,6 +196,9 @@ void rewindSchema(sql::Db& raw, const std::vector<StoredSymptom>* to_json = null
   size_t bytes = 0;
   REQUIRE(payloadsTagged(raw, kPackedPayloadTag, &bytes).first == 0);
   sql::Transaction tx(raw);
+  // Migration 11's column (with its index), then 10's table.
+  REQUIRE(raw.exec("DROP INDEX source_status_by_counted"));
+  REQUIRE(raw.exec("ALTER TABLE source_status DROP COLUMN counted_ns"));
   REQUIRE(raw.exec("DROP TABLE symptom_dictionaries"));
   if (raw.postgres())
     REQUIRE(raw.exec("ALTER TABLE symptoms ALTER COLUMN payload TYPE TEXT USING convert_from(payload, 'UTF8')"));
