@@ -109,6 +109,8 @@ constexpr Phrase kPhrases[] = {
     {{"null", "pointer"}, 2},
     {{"not", "listed"}, 2},                   // ollama: "server cpu_avx2 not listed in available servers"
     {{"more", "than", "the", "maximum"}, 4},  // a refused request: Toil's "requesting 64 cores, more than the maximum of 32"
+    {{"not", "have", "sufficient"}, 3},       // EC2: "We currently do not have sufficient p2.xlarge capacity ..."
+    {{"no", "domain", "decomposition"}, 3},   // GROMACS: "There is no domain decomposition for 54 ranks ..."
 };
 
 // The lexicon's words and the last words of its phrases, hashed once: a record's words are looked

@@ -47,6 +47,8 @@ TEST_CASE("error lexicon: words, phrases and exit values", "[templates][lexicon]
            "cudaErrorNoDevice",
            "Reason: OOMKilled",
            "job <NUM> completed with slurm_rc = 0, job_rc = <NUM>",
+           "We currently do not have sufficient p<NUM>.xlarge capacity in the Availability Zone you requested",
+           "There is no domain decomposition for <NUM> ranks that is compatible with the",
        }) {
     INFO(line);
     CHECK(carriesErrorLexicon(line));
