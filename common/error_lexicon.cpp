@@ -45,6 +45,9 @@ constexpr std::string_view kWords[] = {
     "sigabrt", "sigkill", "sigbus", "sigill", "sigfpe", "overrun", "exceeded", "exceeds", "evicted",
     "stall", "stalls", "stalled", "starved", "bug", "overheat", "overheating", "mismatched",
     "truncated", "unrecognized", "compromised", "poison", "bad", "interrupted", "readonly",
+    // A request over what is there ("Process requirement exceeds available memory", a zone's pool
+    // exhausted), parts of the input absent or of another release.
+    "exceed", "exhausted", "missing", "incompatible", "expired",
     // Reports that are errors by definition: NVIDIA driver Xid / NVSwitch SXid events, BMC
     // processor error states.
     "xid", "sxid", "ierr", "caterr"};
@@ -111,6 +114,12 @@ constexpr Phrase kPhrases[] = {
     {{"more", "than", "the", "maximum"}, 4},  // a refused request: Toil's "requesting 64 cores, more than the maximum of 32"
     {{"not", "have", "sufficient"}, 3},       // EC2: "We currently do not have sufficient p2.xlarge capacity ..."
     {{"no", "domain", "decomposition"}, 3},   // GROMACS: "There is no domain decomposition for 54 ranks ..."
+    {{"too", "many"}, 2},                     // "Too many LINCS warnings", "too many retries", "429 Too Many Requests"
+    {{"not", "compatible"}, 2},               // "The engine plan file is not compatible with this version"
+    {{"not", "exist"}, 2},                    // "does not exist", "do not exist"
+    {{"not", "successful"}, 2},               // "ssh not successful for host"
+    {{"not", "responded"}, 2},                // CIFS: "Server X has not responded in 180 seconds"
+    {{"undefined", "symbol"}, 2},             // the dynamic loader: "libtorch_cuda.so: undefined symbol: ..."
 };
 
 // The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
