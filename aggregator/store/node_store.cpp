@@ -25,11 +25,22 @@ bool hostnameBoundElsewhere(sql::Db& db, const std::string& hostname, const std:
   return owner.step() == sql::kRow && owner.text(0) != agent_id;
 }
 
-std::optional<std::string> storedBootId(sql::Db& db, const std::string& hostname) {
-  Stmt prev(db.get(), "SELECT boot_id FROM nodes WHERE hostname = ?");
+// The node's stored row as a write finds it: its boot id, and whether a heartbeat has come before.
+struct StoredNode {
+  std::string boot_id;
+  bool heartbeat_seen = false;
+};
+std::optional<StoredNode> storedNode(sql::Db& db, const std::string& hostname) {
+  Stmt prev(db.get(), "SELECT boot_id, last_heartbeat_ns FROM nodes WHERE hostname = ?");
   prev.bind(1, hostname);
   if (prev.step() != sql::kRow) return std::nullopt;
-  return prev.text(0);
+  return StoredNode{prev.text(0), prev.i64(1) != 0};
+}
+
+std::optional<std::string> storedBootId(sql::Db& db, const std::string& hostname) {
+  auto node = storedNode(db, hostname);
+  if (!node) return std::nullopt;
+  return node->boot_id;
 }
 
 void noteAgentOrBoot(sql::Db& db, const std::string& hostname, const std::string& agent_id, const std::string& boot_id,
@@ -106,8 +117,9 @@ bool upsertHeartbeatAgent(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
 
 // The node's row (with an event for a new node or a reboot). The node has reported everything up
 // to created_ns only if nothing is left in its spool.
-bool upsertHeartbeatNode(sql::Db& db, const HeartbeatInfo& hb, int64_t now) {
-  noteAgentOrBoot(db, hb.hostname, hb.agent_id, hb.boot_id, storedBootId(db, hb.hostname), now);
+bool upsertHeartbeatNode(sql::Db& db, const HeartbeatInfo& hb, int64_t now, const std::optional<StoredNode>& stored) {
+  noteAgentOrBoot(db, hb.hostname, hb.agent_id, hb.boot_id,
+                  stored ? std::optional<std::string>(stored->boot_id) : std::nullopt, now);
   Stmt n(db.get(),
          "INSERT INTO nodes(hostname, agent_id, boot_id, first_seen_ns, last_seen_ns, last_heartbeat_ns, reported_ns, "
          "spool_batches) VALUES(?1,?2,?3,?4,?4,?4,?5,?6) ON CONFLICT(hostname) DO UPDATE SET agent_id=?2, "
@@ -145,13 +157,6 @@ void recordSourceStatus(sql::Db& db, const HeartbeatInfo& hb, int64_t now, bool 
   }
 }
 
-// Whether the node has had no heartbeat before this one (no row, or rows from batches only).
-bool firstHeartbeat(sql::Db& db, const std::string& hostname) {
-  Stmt s(db.get(), "SELECT last_heartbeat_ns FROM nodes WHERE hostname = ?");
-  s.bind(1, hostname);
-  return s.step() != sql::kRow || s.i64(0) == 0;
-}
-
 }  // namespace
 
 bool NodeStore::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authenticated_agent, std::string* reason) {
@@ -175,9 +180,10 @@ bool NodeStore::recordHeartbeat(const HeartbeatInfo& hb, std::string_view authen
     *reason = "hostname bound to another agent";
     return false;
   }
-  const bool first = firstHeartbeat(*db_, hb.hostname);
-  if (!upsertHeartbeatAgent(*db_, hb, now) || !upsertHeartbeatNode(*db_, hb, now)) return storeError(db_->errmsg());
-  recordSourceStatus(*db_, hb, now, first);
+  const auto stored = storedNode(*db_, hb.hostname);
+  if (!upsertHeartbeatAgent(*db_, hb, now) || !upsertHeartbeatNode(*db_, hb, now, stored))
+    return storeError(db_->errmsg());
+  recordSourceStatus(*db_, hb, now, /*first_heartbeat=*/!stored || !stored->heartbeat_seen);
   if (hb.inventory && !putInventoryLocked(hb.hostname, hb.agent_id, *hb.inventory, now))
     return storeError(db_->errmsg());
   std::string err;
