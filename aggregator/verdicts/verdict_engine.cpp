@@ -264,6 +264,124 @@ bool VerdictEngine::changedFromStored(const std::string& job_id, const VerdictRo
   return a != b;
 }
 
+// How far before a job's start and after its end a symptom still falls in its window, with the
+// settle time on the far side: a span of symptoms on a node belongs to the jobs this reaches.
+std::vector<std::string> VerdictEngine::jobsReaching(const std::string& node, int64_t first_ns, int64_t last_ns) {
+  const int64_t pre = std::max({options_.correlator.context_pre_start_ns, options_.correlator.pre_start_ns,
+                                options_.window_margin_ns});
+  const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
+  return store_.jobsAt(node, first_ns, last_ns, pre, post + options_.settle_ns);
+}
+
+// Symptoms stored since the last tick: which jobs' windows they fall in (the newest id each job's
+// late symptoms bring), and each node's newest. Up to the settled id only, and the watermark moves
+// there: an id still being written (another replica's transaction) is looked at on a later tick
+// instead of passed over.
+void VerdictEngine::readLateSymptoms(TickNews& news) {
+  const int64_t watermark = store_.metaInt(kWatermarkKey, 0);
+  int64_t newest = watermark;
+  const int64_t settled = store_.settledSymptomId();
+  for (const auto& span : settled > watermark ? store_.symptomsSince(watermark, settled)
+                                              : std::vector<Store::NewSymptomSpan>{}) {
+    newest = std::max(newest, span.max_id);
+    news.fresh_nodes[span.node] = span.max_id;  // one span per node
+    for (const auto& id : jobsReaching(span.node, span.first_ns, span.last_ns)) {
+      int64_t& m = news.late[id];
+      m = std::max(m, span.max_id);
+    }
+  }
+  if (settled > newest) newest = settled;  // ids up to it that no row has: rolled back
+  if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
+}
+
+// Job outputs stored since the last tick (uploads the API did not judge at once: --db writes). An
+// output is not a symptom id: its job is late whatever this engine read last.
+void VerdictEngine::readLateOutputs(TickNews& news) {
+  const int64_t mark = store_.metaInt(kOutputWatermarkKey, 0);
+  int64_t newest = mark;
+  for (auto& id : store_.jobsWithOutputSince(mark, &newest)) news.late[id] = std::numeric_limits<int64_t>::max();
+  if (newest != mark) store_.setMetaInt(kOutputWatermarkKey, newest);
+}
+
+// Template sightings stored since the last tick (error lines no rule matched): news for the jobs
+// whose window they fall in when they change the verdict — a batch of templates alone can come
+// after the final revision (the agent ships them with its next batch).
+void VerdictEngine::readSightings(TickNews& news) {
+  const int64_t mark = store_.metaInt(kTemplateWatermarkKey, 0);
+  int64_t newest = mark;
+  for (const auto& span : store_.templatesSince(mark)) {
+    newest = std::max(newest, span.max_id);
+    for (auto& id : jobsReaching(span.node, span.first_ns, span.last_ns)) news.sighted.insert(std::move(id));
+  }
+  if (newest != mark) store_.setMetaInt(kTemplateWatermarkKey, newest);
+}
+
+// Sources that began to count for coverage since the last tick (a node's first heartbeat, a log's
+// first records): news for the jobs that ended on the node within the final timeout before, when
+// they change the verdict — which nodes printed a line of those with that kind of log can change
+// after the final revision, a heartbeat later.
+void VerdictEngine::readRecounts(TickNews& news) {
+  const int64_t mark = store_.metaInt(kCoverageWatermarkKey, 0);
+  int64_t newest = mark;
+  for (const auto& [node, counted_ns] : store_.nodesCountedSince(mark)) {
+    newest = std::max(newest, counted_ns);
+    for (auto& id : jobsReaching(node, counted_ns - options_.final_timeout_ns, counted_ns))
+      news.recounted.insert(std::move(id));
+  }
+  if (newest != mark) store_.setMetaInt(kCoverageWatermarkKey, newest);
+}
+
+// The latest verdict of every job the news touches, and of every open verdict.
+std::map<std::string, VerdictHead> VerdictEngine::headsToReview(const TickNews& news) {
+  std::map<std::string, VerdictHead> heads;
+  auto add = [&](const std::string& id) {
+    if (!heads.count(id))
+      if (auto v = store_.latestVerdictHead(id)) heads.emplace(id, std::move(*v));
+  };
+  for (const auto& entry : news.late) add(entry.first);
+  for (const auto* ids : {&news.sighted, &news.recounted})
+    for (const auto& id : *ids) add(id);
+  for (auto& v : store_.openVerdictHeads()) heads.emplace(v.job_id, std::move(v));
+  return heads;
+}
+
+// Whether a job's latest verdict `v` may be due a revision: late symptoms it has not read, or else
+// one of the other revision reasons can hold. An open verdict without late symptoms is evaluated
+// (symptoms fetched, correlated) only then — not every tick for every open verdict, which during a
+// fleet-wide cascade cost more than the ingest itself. Symptoms this engine's last evaluation
+// already read (the end POST's, a moment ago, for the last symptoms of a cascade) are not news:
+// judging a 10,000-node job again for them took as long as the first verdict, on the thread that
+// answers HTTP.
+bool VerdictEngine::mayBeDue(const JobRow& job, const VerdictHead& v, const TickNews& news, int64_t now) {
+  const int64_t ended = job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns;
+  const int64_t read_up_to = readUpTo(job.info.job_id);
+  auto late_it = news.late.find(job.info.job_id);
+  if (late_it != news.late.end() && late_it->second > read_up_to) return true;
+  const bool fresh_node = std::any_of(job.info.nodes.begin(), job.info.nodes.end(), [&](const std::string& n) {
+    auto f = news.fresh_nodes.find(n);
+    return f != news.fresh_nodes.end() && f->second > read_up_to;
+  });
+  return job.terminal_state != v.terminal_state ||
+         (v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns) ||
+         now - ended >= options_.final_timeout_ns || fresh_node || unreportedNodes(job).empty() ||
+         news.sighted.count(job.info.job_id) || news.recounted.count(job.info.job_id);
+}
+
+// Why the job's verdict now is a revision of `v`, or "" when it is not one.
+std::string VerdictEngine::revisionReason(const JobRow& job, const VerdictHead& v, const VerdictRow& next,
+                                          const TickNews& news, int64_t now) {
+  const std::string& id = job.info.job_id;
+  const int64_t ended = job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns;
+  if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) return "late_symptoms";
+  if (job.terminal_state != v.terminal_state) return "job_update";
+  if (v.status == "provisional" && next.status == "final") return next.missing_nodes.empty() ? "reported" : "timeout";
+  if (v.status == "provisional" && v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns)
+    return "settle";
+  if (news.sighted.count(id) && changedFromStored(id, next)) return "late_templates";
+  if (news.recounted.count(id) && changedFromStored(id, next, /*beyond_coverage=*/true)) return "late_coverage";
+  return "";
+}
+
 size_t VerdictEngine::tick() {
   size_t written = 0;
   const int64_t now = clock_.nowNs();
@@ -271,107 +389,20 @@ size_t VerdictEngine::tick() {
   for (const auto& job : store_.jobsAwaitingVerdict())
     if (store(evaluate(job, "job_end"))) ++written;
 
-  // 2. Symptoms stored since the last tick: which jobs' windows do they fall in? (The newest id
-  // each job's late symptoms bring, and each node's.)
-  std::map<std::string, int64_t> late;
-  int64_t watermark = store_.metaInt(kWatermarkKey, 0);
-  int64_t newest = watermark;
-  const int64_t pre = std::max({options_.correlator.context_pre_start_ns, options_.correlator.pre_start_ns,
-                                options_.window_margin_ns});
-  const int64_t post = std::max(options_.correlator.post_end_ns, options_.window_margin_ns);
-  std::map<std::string, int64_t> fresh_nodes;  // nodes with symptoms stored since the last tick
-  // Up to the settled id only, and the watermark moves there: an id still being written (another
-  // replica's transaction) is looked at on a later tick instead of passed over.
-  const int64_t settled = store_.settledSymptomId();
-  for (const auto& span : settled > watermark ? store_.symptomsSince(watermark, settled)
-                                              : std::vector<Store::NewSymptomSpan>{}) {
-    newest = std::max(newest, span.max_id);
-    fresh_nodes[span.node] = span.max_id;  // one span per node
-    for (const auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns)) {
-      int64_t& m = late[id];
-      m = std::max(m, span.max_id);
-    }
-  }
-  if (settled > newest) newest = settled;  // ids up to it that no row has: rolled back
-  if (newest != watermark) store_.setMetaInt(kWatermarkKey, newest);
-  // Job outputs stored since the last tick (uploads the API did not judge at once: --db writes).
-  const int64_t output_mark = store_.metaInt(kOutputWatermarkKey, 0);
-  int64_t output_newest = output_mark;
-  // An output is not a symptom id: its job is late whatever this engine read last.
-  for (auto& id : store_.jobsWithOutputSince(output_mark, &output_newest)) late[id] = std::numeric_limits<int64_t>::max();
-  if (output_newest != output_mark) store_.setMetaInt(kOutputWatermarkKey, output_newest);
-  // Template sightings stored since the last tick (error lines no rule matched): news for the jobs
-  // whose window they fall in when they change the verdict — a batch of templates alone can come
-  // after the final revision (the agent ships them with its next batch).
-  std::set<std::string> sighted;
-  const int64_t template_mark = store_.metaInt(kTemplateWatermarkKey, 0);
-  int64_t template_newest = template_mark;
-  for (const auto& span : store_.templatesSince(template_mark)) {
-    template_newest = std::max(template_newest, span.max_id);
-    for (auto& id : store_.jobsAt(span.node, span.first_ns, span.last_ns, pre, post + options_.settle_ns))
-      sighted.insert(std::move(id));
-  }
-  if (template_newest != template_mark) store_.setMetaInt(kTemplateWatermarkKey, template_newest);
-  // Sources that began to count for coverage since the last tick (a node's first heartbeat, a log's
-  // first records): news for the jobs that ended on the node within the final timeout before,
-  // when they change the verdict — which nodes printed a line of those with that kind of log can
-  // change after the final revision, a heartbeat later.
-  std::set<std::string> recounted;
-  const int64_t coverage_mark = store_.metaInt(kCoverageWatermarkKey, 0);
-  int64_t coverage_newest = coverage_mark;
-  for (const auto& [node, counted_ns] : store_.nodesCountedSince(coverage_mark)) {
-    coverage_newest = std::max(coverage_newest, counted_ns);
-    for (auto& id : store_.jobsAt(node, counted_ns - options_.final_timeout_ns, counted_ns, pre,
-                                  post + options_.settle_ns))
-      recounted.insert(std::move(id));
-  }
-  if (coverage_newest != coverage_mark) store_.setMetaInt(kCoverageWatermarkKey, coverage_newest);
-  std::map<std::string, VerdictHead> latest;
-  for (const auto& entry : late)
-    if (auto v = store_.latestVerdictHead(entry.first)) latest.emplace(entry.first, std::move(*v));
-  for (const auto* ids : {&sighted, &recounted})
-    for (const auto& id : *ids)
-      if (!latest.count(id))
-        if (auto v = store_.latestVerdictHead(id)) latest.emplace(id, std::move(*v));
-  for (auto& v : store_.openVerdictHeads()) latest.emplace(v.job_id, std::move(v));
+  // 2. What was stored since the last tick, and which jobs it concerns.
+  TickNews news;
+  readLateSymptoms(news);
+  readLateOutputs(news);
+  readSightings(news);
+  readRecounts(news);
 
   // 3. Per job with a verdict that may be due a revision.
-  for (auto& [id, v] : latest) {
+  for (auto& [id, v] : headsToReview(news)) {
     auto job = store_.job(id);
-    if (!job || !job->ended()) continue;
-    const int64_t ended = job->end_recorded_ns ? job->end_recorded_ns : job->info.end_ns;
-    // Symptoms this engine's last evaluation of the job already read (the end POST's, a moment
-    // ago, for the last symptoms of a cascade) are not news: judging a 10,000-node job again
-    // for them took as long as the first verdict, on the thread that answers HTTP.
-    const int64_t read_up_to = readUpTo(id);
-    auto late_it = late.find(id);
-    if (late_it == late.end() || late_it->second <= read_up_to) {
-      // An open verdict without late symptoms: evaluating it (symptoms fetched, correlated) only
-      // when one of the other revision reasons below can hold — not every tick for every open
-      // verdict, which during a fleet-wide cascade cost more than the ingest itself.
-      bool due = job->terminal_state != v.terminal_state ||
-                 (v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns) ||
-                 now - ended >= options_.final_timeout_ns ||
-                 std::any_of(job->info.nodes.begin(), job->info.nodes.end(),
-                             [&](const std::string& n) {
-                               auto f = fresh_nodes.find(n);
-                               return f != fresh_nodes.end() && f->second > read_up_to;
-                             }) ||
-                 unreportedNodes(*job).empty();
-      if (!due && !sighted.count(id) && !recounted.count(id)) continue;
-    }
+    if (!job || !job->ended() || !mayBeDue(*job, v, news, now)) continue;
     VerdictRow next = evaluate(*job, "");
-    if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) next.reason = "late_symptoms";
-    else if (job->terminal_state != v.terminal_state) next.reason = "job_update";
-    else if (v.status == "provisional" && next.status == "final")
-      next.reason = next.missing_nodes.empty() ? "reported" : "timeout";
-    else if (v.status == "provisional" && v.created_ns < ended + options_.settle_ns && now >= ended + options_.settle_ns)
-      next.reason = "settle";
-    else if (sighted.count(id) && changedFromStored(id, next))
-      next.reason = "late_templates";
-    else if (recounted.count(id) && changedFromStored(id, next, /*beyond_coverage=*/true))
-      next.reason = "late_coverage";
-    else continue;
+    next.reason = revisionReason(*job, v, next, news, now);
+    if (next.reason.empty()) continue;
     if (v.status == "final") next.status = "final";
     if (store(std::move(next))) ++written;
   }

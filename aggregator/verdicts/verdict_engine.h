@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -113,6 +114,23 @@ class VerdictEngine {
   std::vector<std::string> unreportedNodes(const JobRow& job);
   // The same from how far each node reported (a node missing from `reported` never did).
   std::vector<std::string> unreportedNodes(const JobRow& job, const std::map<std::string, int64_t>& reported);
+
+  // What a tick found stored since the last one, by the jobs it concerns.
+  struct TickNews {
+    std::map<std::string, int64_t> late;         // job -> newest symptom id in its window (max: an output)
+    std::map<std::string, int64_t> fresh_nodes;  // node -> newest symptom id stored
+    std::set<std::string> sighted;               // jobs with new unmatched-template sightings
+    std::set<std::string> recounted;             // jobs ended on a node whose sources began to count
+  };
+  std::vector<std::string> jobsReaching(const std::string& node, int64_t first_ns, int64_t last_ns);
+  void readLateSymptoms(TickNews& news);
+  void readLateOutputs(TickNews& news);
+  void readSightings(TickNews& news);
+  void readRecounts(TickNews& news);
+  std::map<std::string, VerdictHead> headsToReview(const TickNews& news);
+  bool mayBeDue(const JobRow& job, const VerdictHead& v, const TickNews& news, int64_t now);
+  std::string revisionReason(const JobRow& job, const VerdictHead& v, const VerdictRow& next, const TickNews& news,
+                             int64_t now);
 
   // The settled symptom id before the latest evaluation of `job_id` read its window: every
   // symptom at or below it was in that read (or outside the window). -1: not judged by this
