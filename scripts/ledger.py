@@ -158,6 +158,18 @@ def show(v):
     return f"{v['terminal_state']} {v['sub_domain']} [{nodes}] {v['cause_rule'] or '-'}"
 
 
+def revision_note(first_expected, exp_doc):
+    """What changed in expected.json after the first run (a proposed rule id given the id of the rule
+    written for it, a taxonomy review), shown beside the frozen result: the score keeps the first
+    run's comparison with the expected verdict of that moment."""
+    now = verdict_of(exp_doc)
+    keys = ("terminal_state", "sub_domain", "responsible_nodes", "cause_rule")
+    if all(now.get(k) == first_expected.get(k) for k in keys):
+        return ""
+    why = f" ({exp_doc['revised']})" if exp_doc.get("revised") else ""
+    return f"expected revised after the first run: now {show(now)}{why}"
+
+
 def rows():
     """Ledger rows: the seen-before-ledger bundles first (in their listed order), then every
     first-run bundle in the order of its first run."""
@@ -175,9 +187,11 @@ def rows():
         fr = os.path.join(d, "first_run.json")
         if os.path.isfile(fr):
             r = load(fr)
+            exp_doc = load(os.path.join(d, "expected.json"))
             recorded.append({"bundle": n, "added": r["run_at"][:10], "where": where,
-                             "expected": r["expected"], "source": load(os.path.join(d, "expected.json"))["source"],
-                             "first": r, "result": r["result"], "review": "", "at": r["run_at"]})
+                             "expected": r["expected"], "source": exp_doc["source"],
+                             "first": r, "result": r["result"], "review": revision_note(r["expected"], exp_doc),
+                             "at": r["run_at"]})
     recorded.sort(key=lambda r: (r["at"], r["bundle"]))
     return out + recorded
 
