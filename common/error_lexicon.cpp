@@ -48,6 +48,9 @@ constexpr std::string_view kWords[] = {
     // A request over what is there ("Process requirement exceeds available memory", a zone's pool
     // exhausted), parts of the input absent or of another release.
     "exceed", "exhausted", "missing", "incompatible", "expired",
+    // A program declining to go on ("Refusing to split data ...", "mismatches the version that was
+    // used to compile", "is unsupported by Numba"), a cloud's notice that the host goes away.
+    "refusing", "mismatches", "unsupported", "imminent",
     // Reports that are errors by definition: NVIDIA driver Xid / NVSwitch SXid events, BMC
     // processor error states.
     "xid", "sxid", "ierr", "caterr"};
@@ -120,6 +123,7 @@ constexpr Phrase kPhrases[] = {
     {{"not", "successful"}, 2},               // "ssh not successful for host"
     {{"not", "responded"}, 2},                // CIFS: "Server X has not responded in 180 seconds"
     {{"undefined", "symbol"}, 2},             // the dynamic loader: "libtorch_cuda.so: undefined symbol: ..."
+    {{"not", "enabled"}, 2},                  // OCCA: "[CUDA] mode is not enabled, defaulting to [Serial] mode"
 };
 
 // The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
