@@ -17,6 +17,9 @@ constexpr const char* kWatermarkKey = "verdicts.symptom_watermark";
 constexpr const char* kOutputWatermarkKey = "verdicts.job_output_watermark";
 constexpr const char* kTemplateWatermarkKey = "verdicts.template_watermark";
 constexpr const char* kCoverageWatermarkKey = "verdicts.coverage_watermark";
+
+// When the job ended on this aggregator's clock: its end's recording, else the job's own end time.
+int64_t endedAt(const JobRow& job) { return job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns; }
 }
 
 VerdictEngine::VerdictEngine(Store& store, const Clock& clock, std::shared_ptr<const common::RuleSet> rules,
@@ -141,7 +144,7 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   int64_t from = start - std::max({c.context_pre_start_ns, c.pre_start_ns, options_.window_margin_ns});
   int64_t to = job.info.end_ns + std::max(c.post_end_ns, options_.window_margin_ns);
   // Untimed symptoms (rank tracebacks) are placed by when they arrived: until the settle point.
-  int64_t to_received = std::max(to, (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) + options_.settle_ns);
+  int64_t to_received = std::max(to, endedAt(job) + options_.settle_ns);
   VerdictRow v;
   v.job_id = job.info.job_id;
   v.reason = reason;
@@ -183,7 +186,7 @@ VerdictRow VerdictEngine::evaluate(const JobRow& job, const std::string& reason)
   for (const auto& [n, row] : rows) reported_up_to.emplace(n, row.reported_ns);
   v.missing_nodes = unreportedNodes(job, reported_up_to);
   bool reported = v.missing_nodes.empty();
-  bool timed_out = now - (job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns) >= options_.final_timeout_ns;
+  bool timed_out = now - endedAt(job) >= options_.final_timeout_ns;
   v.status = reported || timed_out ? "final" : "provisional";
   // A provisional verdict waits for every node to report past the window; a node whose agent is
   // live and answered is only not there yet, not missing. Missing are the nodes without one (and,
@@ -353,7 +356,7 @@ std::map<std::string, VerdictHead> VerdictEngine::headsToReview(const TickNews& 
 // judging a 10,000-node job again for them took as long as the first verdict, on the thread that
 // answers HTTP.
 bool VerdictEngine::mayBeDue(const JobRow& job, const VerdictHead& v, const TickNews& news, int64_t now) {
-  const int64_t ended = job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns;
+  const int64_t ended = endedAt(job);
   const int64_t read_up_to = readUpTo(job.info.job_id);
   auto late_it = news.late.find(job.info.job_id);
   if (late_it != news.late.end() && late_it->second > read_up_to) return true;
@@ -371,7 +374,7 @@ bool VerdictEngine::mayBeDue(const JobRow& job, const VerdictHead& v, const Tick
 std::string VerdictEngine::revisionReason(const JobRow& job, const VerdictHead& v, const VerdictRow& next,
                                           const TickNews& news, int64_t now) {
   const std::string& id = job.info.job_id;
-  const int64_t ended = job.end_recorded_ns ? job.end_recorded_ns : job.info.end_ns;
+  const int64_t ended = endedAt(job);
   if (next.max_symptom_id > v.max_symptom_id || next.symptoms != v.symptoms) return "late_symptoms";
   if (job.terminal_state != v.terminal_state) return "job_update";
   if (v.status == "provisional" && next.status == "final") return next.missing_nodes.empty() ? "reported" : "timeout";
