@@ -273,12 +273,18 @@ TEST_CASE("verdicts: template sightings that arrive after a revision revise the 
 
 TEST_CASE("verdicts: a node's journal that begins to count after the final revision revises what it says",
           "[verdicts][unmatched]") {
+  // The job's own times are on the aggregator's clock, or a year before it (a replay, an import, a
+  // scheduler whose clock is off): coverage begins on the aggregator's clock either way.
+  int64_t behind = 0;
+  SECTION("the job's times on the aggregator's clock") { behind = 0; }
+  SECTION("the job's times a year before the aggregator's clock") { behind = 365 * 86400 * kSec; }
   LiveFixture f;
   const int64_t start = kT0 + 10 * kSec, end = kT0 + 3600 * kSec;
+  f.clock.advance(behind);
   f.threeNodesWithNoise(start, end, 4, 1, 2);
   f.ledgerOnGpu02(3, 2, end - 30 * kSec);
-  f.job("520", "gpu-[01-03]", start, end, "FAILED", {});
-  f.clock.advance(end + 5 * kSec - f.clock.nowNs());
+  f.clock.advance(end + behind + 5 * kSec - f.clock.nowNs());
+  f.job("520", "gpu-[01-03]", start, end, "FAILED", {});  // its end, recorded as it is reported
   f.agent("gpu-01");
   f.agent("gpu-02");
   f.agent("gpu-03", 0);  // live, but its agent has read nothing of its journal (yet)
@@ -287,6 +293,11 @@ TEST_CASE("verdicts: a node's journal that begins to count after the final revis
   REQUIRE(v1->diagnosis.unrecognized.size() == 1);
   REQUIRE_FALSE(v1->diagnosis.unrecognized[0].why.empty());
   CHECK(v1->diagnosis.unrecognized[0].why[0] == "spatial: printed by 1 of the 2 nodes with journal logs (gpu-02)");
+  // Past the settle point (and its revision), the agents' heartbeats going on as before.
+  f.clock.advance(125 * kSec);
+  f.agent("gpu-01");
+  f.agent("gpu-02");
+  f.agent("gpu-03", 0);
   f.engine->tick();
   const int before = f.store->latestVerdict("520")->revision;
 
