@@ -51,6 +51,9 @@ constexpr std::string_view kWords[] = {
     // A program declining to go on ("Refusing to split data ...", "mismatches the version that was
     // used to compile", "is unsupported by Numba"), a cloud's notice that the host goes away.
     "refusing", "mismatches", "unsupported", "imminent",
+    // Installed versions that do not fit together (setuptools' VersionConflict, a resolver's
+    // "dependency conflicts").
+    "conflict", "conflicts",
     // Reports that are errors by definition: NVIDIA driver Xid / NVSwitch SXid events, BMC
     // processor error states.
     "xid", "sxid", "ierr", "caterr"};
@@ -124,6 +127,7 @@ constexpr Phrase kPhrases[] = {
     {{"not", "responded"}, 2},                // CIFS: "Server X has not responded in 180 seconds"
     {{"undefined", "symbol"}, 2},             // the dynamic loader: "libtorch_cuda.so: undefined symbol: ..."
     {{"not", "enabled"}, 2},                  // OCCA: "[CUDA] mode is not enabled, defaulting to [Serial] mode"
+    {{"not", "supported"}, 2},                // "Operation not supported", xFormers' "`cutlassF` is not supported because:"
 };
 
 // The lexicon's words and the last words of its phrases, hashed once: a record's words are looked
