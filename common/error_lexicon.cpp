@@ -17,6 +17,9 @@ struct Word {
   size_t len = 0;
   bool variable = false;
   bool is_long = false;
+  // Followed at once by ':' and a digit ("0:3", a GPU:MIG index, a rank:local pair): a value's
+  // first part, never a count on its own.
+  bool joined_to_number = false;
   std::string_view view() const { return is_long ? std::string_view("\x01") : std::string_view(buf.data(), len); }
 };
 
@@ -235,6 +238,7 @@ class WordReader {
       }
     }
     size_t len = pos_ - start;
+    w->joined_to_number = pos_ + 1 < text_.size() && text_[pos_] == ':' && isDigit(text_[pos_ + 1]);
     w->variable = false;
     w->is_long = len > w->buf.size();
     w->len = w->is_long ? 0 : len;
@@ -263,7 +267,7 @@ bool carriesErrorLexicon(std::string_view text) {
     if (pending_countable && !w.variable && in(kCounterWords, w.view())) continue;  // "errors total 0"
     if (pending_countable) {
       pending_countable = false;
-      bool zero = !w.variable && w.len == 1 && w.buf[0] == '0';
+      bool zero = !w.variable && w.len == 1 && w.buf[0] == '0' && !w.joined_to_number;
       bool setting = pending_timeout && isNumberWord(w);
       if (!zero && !setting) return true;
     }

@@ -23,6 +23,9 @@ TEST_CASE("error lexicon: words, phrases and exit values", "[templates][lexicon]
            "Out of memory: Killed process <PID> (python)",
            "connect() failed: Connection refused",
            "NET/IB : Got completion from peer with error 12",
+           // A zero that starts an index pair (GPU 0, MIG 3) is not a count: the line reads as the
+           // masked "error: <NUM>:<NUM>" does.
+           "nvidia-container-cli: device error: 0:3: unknown device: unknown",
            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=<NUM>)",
            "ran for <NUM> milliseconds before timing out",
            "nfs: server <HOST> not responding, still trying",
