@@ -236,11 +236,13 @@ std::vector<std::string> JobStore::jobsAt(const std::string& node, int64_t from_
   return out;
 }
 
-std::vector<std::string> JobStore::jobsRecordedEndingOn(const std::string& node, int64_t from_ns, int64_t to_ns) {
+std::vector<std::string> JobStore::jobsEndedOnNodeBetween(const std::string& node, int64_t from_ns, int64_t to_ns) {
   Lock lock(*this);
   Stmt s(*db_,
          "SELECT j.job_id FROM job_nodes n JOIN jobs j ON j.job_id = n.job_id WHERE n.node = ?1 AND j.site = '' "
-         "AND j.end_recorded_ns BETWEEN ?2 AND ?3 AND j.end_recorded_ns > 0 ORDER BY j.job_id");
+         "AND (j.end_recorded_ns > 0 OR j.end_ns > 0) "
+         "AND (CASE WHEN j.end_recorded_ns > 0 THEN j.end_recorded_ns ELSE j.end_ns END) BETWEEN ?2 AND ?3 "
+         "ORDER BY j.job_id");
   s.bind(1, node).bind(2, from_ns).bind(3, to_ns);
   std::vector<std::string> out;
   while (s.step() == sql::kRow) out.push_back(s.text(0));

@@ -31,10 +31,11 @@ class JobStore : protected StorePart {
   // those, under their central ids "SITE:JOBID").
   std::vector<std::string> jobsAt(const std::string& node, int64_t from_ns, int64_t to_ns, int64_t pre_ns,
                                   int64_t post_ns, const std::string& site = "");
-  // This aggregator's own jobs on `node` whose end it recorded in [from_ns, to_ns] on its own
-  // clock (end_recorded_ns): the jobs a change at a time on this clock (a source's coverage
-  // beginning) can concern, whatever clock the jobs' own times were written in.
-  std::vector<std::string> jobsRecordedEndingOn(const std::string& node, int64_t from_ns, int64_t to_ns);
+  // This aggregator's own jobs on `node` that ended in [from_ns, to_ns] on its own clock: when it
+  // recorded the end (end_recorded_ns), else the job's own end time (rows from before that column;
+  // VerdictEngine's endedAt reads a row the same way). The jobs a change at a time on this clock (a
+  // source's coverage beginning) can concern, whatever clock the jobs' own times were written in.
+  std::vector<std::string> jobsEndedOnNodeBetween(const std::string& node, int64_t from_ns, int64_t to_ns);
   // Earlier successful jobs of `job`'s workload (same name, user and partition, same site) that
   // ended in [since_ns, job's end] and all of whose nodes had an agent by then; newest first, at
   // most `limit`. None when the job has no workload name.

@@ -328,12 +328,10 @@ void VerdictEngine::readRecounts(TickNews& news) {
   int64_t newest = mark;
   for (const auto& [node, counted_ns] : store_.nodesCountedSince(mark)) {
     newest = std::max(newest, counted_ns);
-    // The jobs that ended within the final timeout before, by their own end time or by when this
-    // aggregator recorded the end: counted_ns is this aggregator's clock, and a job's own times
-    // can be in another (a replay, an import, a scheduler whose clock is off).
-    const int64_t since = counted_ns - options_.final_timeout_ns;
-    for (auto& id : jobsReaching(node, since, counted_ns)) news.recounted.insert(std::move(id));
-    for (auto& id : store_.jobsRecordedEndingOn(node, since, counted_ns)) news.recounted.insert(std::move(id));
+    // The jobs that ended within the final timeout before, both times on this aggregator's clock
+    // (endedAt): a job's own times can be in another (a replay, an import, a skewed scheduler).
+    for (auto& id : store_.jobsEndedOnNodeBetween(node, counted_ns - options_.final_timeout_ns, counted_ns))
+      news.recounted.insert(std::move(id));
   }
   if (newest != mark) store_.setMetaInt(kCoverageWatermarkKey, newest);
 }
